@@ -1,0 +1,25 @@
+import { LockError } from './lock.error.js';
+
+/**
+ * A lock spec or a lock group is malformed: a bad name, an unknown mode, an empty group, or one name asked for in
+ * both modes. Thrown before any database call; nothing was changed.
+ * @publicApi
+ */
+export class InvalidLockSpecError extends LockError {
+  constructor(
+    /** The offending spec, as given (or the whole group for group-level problems). */
+    readonly spec: unknown,
+    /** Why it was refused. */
+    readonly reason: string,
+  ) {
+    super(`Invalid lock spec ${describe(spec)}: ${reason}`);
+  }
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}

@@ -1,0 +1,26 @@
+export { LockModule } from './lock.module.js';
+export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
+export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
+export { LockService } from './services/lock.service.js';
+export type {
+  LockMode,
+  LockSpec,
+  LockRequest,
+  LockPermits,
+  LockModuleOptions,
+  LockModuleExtras,
+  LockRetryOptions,
+  LockStats,
+} from './interfaces/index.js';
+export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity } from './entities/index.js';
+export { LOCK_MIGRATIONS, CreateLockTables1763683200000 } from './migrations/index.js';
+export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
+export {
+  LockError,
+  InvalidLockSpecError,
+  InvalidLockArgumentError,
+  IllegalMonitorStateError,
+  LockStoreError,
+  LockTablesMissingError,
+  LockConfigurationError,
+} from './errors/index.js';

@@ -1,0 +1,83 @@
+import type { LockPermits } from './lock-spec.interface.js';
+
+/**
+ * How `LockService` retries a database operation that the server rolled back for a transient reason (serialization
+ * failure, deadlock, lock or statement timeout). Other failures are raised at once as `LockStoreError`.
+ * @publicApi
+ */
+export interface LockRetryOptions {
+  /**
+   * Attempts in all, the first included.
+   * @default 5
+   */
+  maxAttempts?: number;
+  /**
+   * Delay before the first retry; doubled on each further retry, with full jitter.
+   * @default 2
+   */
+  initialDelayMs?: number;
+  /**
+   * Upper bound of one delay.
+   * @default 100
+   */
+  maxDelayMs?: number;
+}
+
+/**
+ * Options of `LockModule.forRoot()` / `forRootAsync()`.
+ * @publicApi
+ */
+export interface LockModuleOptions {
+  /**
+   * Identifies this running instance of the service (seed 000's `app_id`), 1–200 characters. It must be **stable
+   * across restarts** of the same instance (e.g. `ws1-0` from a StatefulSet ordinal, or a name you give each process)
+   * and **unique among live instances**: at start-up `releaseAllLocks()` frees every lock this `appId` left behind.
+   */
+  appId: string;
+  /**
+   * Permits used for a (name, mode) that has no row in `locking_permissions`.
+   * @default { read: 1, write: 1 }
+   */
+  defaultPermits?: Partial<LockPermits>;
+  /**
+   * How often the permits cache is reloaded from `locking_permissions`, in milliseconds; `0` disables the task
+   * (grants never depend on the cache: they read the committed permits in the acquiring statement).
+   * @default 30000
+   */
+  permitsRefreshIntervalMs?: number;
+  /**
+   * Free this `appId`'s leftover locks when the module starts (seed 000's `releaseAllLocks()` at init).
+   * @default true
+   */
+  releaseOnStartup?: boolean;
+  /**
+   * Retry policy for transient database failures.
+   * @default { maxAttempts: 5, initialDelayMs: 2, maxDelayMs: 100 }
+   */
+  retry?: LockRetryOptions;
+  /**
+   * Commit releases asynchronously (`synchronous_commit = off` for the release transaction only). A release then
+   * costs no WAL flush; the lock is free for others at once. If the database server crashes within a fraction of a
+   * second after a release that no later grant has flushed, that release is undone and the lock shows as held again
+   * until this `appId` restarts (or its lease expires, with leases). Exclusion is never weakened.
+   * @default true
+   */
+  asyncRelease?: boolean;
+}
+
+/**
+ * Options that shape the module itself and must be known synchronously (they cannot come from `useFactory`).
+ * @publicApi
+ */
+export interface LockModuleExtras {
+  /**
+   * Register `LockModule` as a global module.
+   * @default true
+   */
+  isGlobal?: boolean;
+  /**
+   * Name of the TypeORM DataSource that holds the lock tables (as given to `TypeOrmModule.forRoot({ name })`).
+   * @default the default DataSource
+   */
+  dataSource?: string;
+}

@@ -1,0 +1,25 @@
+import type { LockPermits } from './interfaces/index.js';
+
+/** Characters a lock name may use; 1–200 of them. @internal */
+export const LOCK_NAME_PATTERN = /^[A-Za-z0-9_.:\-/]{1,200}$/;
+
+/** Most locks one group may hold. @internal */
+export const MAX_GROUP_SIZE = 100;
+
+/** Largest stamp (and permits) the database hands out: stamps stay safe integers. @internal */
+export const MAX_STAMP = Number.MAX_SAFE_INTEGER;
+
+/** Largest permits value (PostgreSQL `integer`). @internal */
+export const MAX_PERMITS = 2_147_483_647;
+
+/** Permits used when `locking_permissions` has no row: seed 000's defaults. @internal */
+export const DEFAULT_PERMITS: LockPermits = { read: 1, write: 1 };
+
+/** @internal */
+export const DEFAULT_PERMITS_REFRESH_INTERVAL_MS = 30_000;
+
+/** Name of the permits refresh interval in `SchedulerRegistry`. @internal */
+export const PERMITS_REFRESH_TASK = 'nestjs-db-locks:permits-refresh';
+
+/** Injection token of the validated options with defaults applied. @internal */
+export const RESOLVED_LOCK_OPTIONS = 'nestjs-db-locks:resolved-options';

@@ -1,0 +1,26 @@
+import type { Provider } from '@nestjs/common';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
+import type { LockModuleOptions } from './interfaces/index.js';
+import { RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
+import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
+import { LockStore } from './store/lock.store.js';
+import { PostgresLockStore } from './store/postgres-lock.store.js';
+import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
+
+/** Validates the user's options once and applies the defaults. @internal */
+export const resolvedOptionsProvider: Provider = {
+  provide: RESOLVED_LOCK_OPTIONS,
+  useFactory: (options: LockModuleOptions) => resolveLockOptions(options),
+  inject: [LOCK_MODULE_OPTIONS],
+};
+
+/** The store over the application's own DataSource (default or named); the DataSource is never re-provided. @internal */
+export function createLockStoreProvider(dataSource?: string): Provider {
+  return {
+    provide: LockStore,
+    useFactory: (ds: DataSource, options: ResolvedLockOptions) =>
+      new PostgresLockStore(ds, options.retry, options.asyncRelease),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
+  };
+}

@@ -1,0 +1,116 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { IllegalMonitorStateError } from '../errors/index.js';
+import type { LockMode, LockPermits, LockSpec, LockStats } from '../interfaces/index.js';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { LockStore } from '../store/lock.store.js';
+import { assertLockMode, assertLockName, assertPermits, assertStamp } from '../utils/lock-validation.util.js';
+import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { LockPermitsCache } from './lock-permits-cache.service.js';
+
+/**
+ * Named read/write locks with permits, kept in the shared PostgreSQL database (seed 000's API).
+ *
+ * Every method validates its input before touching the database and throws a typed `LockError` on failure; no raw
+ * driver error reaches the caller.
+ * @publicApi
+ */
+@Injectable()
+export class LockService implements OnModuleInit {
+  private readonly logger = new Logger('LockService');
+  private granted = 0;
+  private busy = 0;
+  private released = 0;
+
+  constructor(
+    @Inject(LockStore) private readonly store: LockStore,
+    private readonly permitsCache: LockPermitsCache,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+  ) {}
+
+  /** The `appId` this service takes and releases locks for. */
+  get appId(): string {
+    return this.options.appId;
+  }
+
+  /** Frees what this `appId` left behind in a previous life, then loads the permits cache. @internal */
+  async onModuleInit(): Promise<void> {
+    if (this.options.releaseOnStartup) {
+      const freed = await this.releaseAllLocks();
+      if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
+    }
+    await this.permitsCache.refresh();
+  }
+
+  /**
+   * Takes the whole group or nothing, without waiting.
+   * @param locks an array or Set of specs, e.g. `['WS2_WRITE', 'WS1_READ']`
+   * @returns the group's stamp (a positive integer, unique for the life of the tables), or `0` when some lock of the
+   *   group is not available.
+   * @throws InvalidLockSpecError before any database call, for a bad spec or group.
+   * @throws LockStoreError when the database fails (transient failures are retried first).
+   */
+  async tryLocks(locks: Iterable<LockSpec>): Promise<number> {
+    const group = parseLockGroup(locks);
+    const stamp = await this.store.tryAcquire(this.options.appId, group, this.options.defaultPermits);
+    if (stamp > 0) this.granted++;
+    else this.busy++;
+    return stamp;
+  }
+
+  /**
+   * Releases the group taken under `stamp` by this `appId`.
+   * @throws InvalidLockArgumentError when `stamp` is not a positive safe integer (nothing is changed).
+   * @throws IllegalMonitorStateError when no lock of this `appId` has that stamp (unknown, foreign, already
+   *   released or recovered).
+   */
+  async releaseLocks(stamp: number): Promise<void> {
+    assertStamp(stamp);
+    if (!(await this.store.release(this.options.appId, stamp))) {
+      throw new IllegalMonitorStateError(stamp, this.options.appId);
+    }
+    this.released++;
+  }
+
+  /**
+   * Frees every lock held under this `appId` (seed 000: run at start-up, after a crash). Runs automatically when the
+   * module starts unless `releaseOnStartup` is false.
+   * @returns the number of lock rows deleted.
+   */
+  releaseAllLocks(): Promise<number> {
+    return this.store.releaseAll(this.options.appId);
+  }
+
+  /** Reloads the permits cache from `locking_permissions` now (it also refreshes on its interval). */
+  async refreshLockPermits(): Promise<void> {
+    await this.permitsCache.refresh();
+  }
+
+  /**
+   * The permits in force for `name` according to the cache (`defaultPermits` where the table has no row).
+   * @throws InvalidLockSpecError for a bad name.
+   */
+  getLockPermits(name: string): LockPermits {
+    assertLockName(name);
+    return this.permitsCache.get(name);
+  }
+
+  /**
+   * Writes the permits of one (name, mode) to `locking_permissions`, or deletes the row with `null` so that
+   * `defaultPermits` apply again; then refreshes this node's cache. Other nodes pick it up on their next refresh, but
+   * grants everywhere obey it from the moment it commits.
+   * @throws InvalidLockSpecError / InvalidLockArgumentError before any database call.
+   */
+  async setLockPermits(name: string, mode: LockMode, permits: number | null): Promise<void> {
+    assertLockName(name);
+    assertLockMode(mode);
+    if (permits !== null) assertPermits(permits);
+    await this.store.savePermits(name, mode, permits);
+    await this.permitsCache.refresh();
+  }
+
+  /** Counters since start, for metrics and benchmarks. */
+  getStats(): LockStats {
+    return { granted: this.granted, busy: this.busy, released: this.released, retries: this.store.retries };
+  }
+}

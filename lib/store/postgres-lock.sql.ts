@@ -1,0 +1,113 @@
+/**
+ * Every SQL statement of nestjs-db-locks for PostgreSQL, in one place: the schema (used by the migration) and the
+ * statements of the engine. All statements are parameterised.
+ * @internal
+ */
+
+/** Namespace (first key) of the transaction advisory locks taken by `locking_try_acquire`. */
+export const ADVISORY_NAMESPACE = 1_819_239_275; // 'lock' in ASCII
+
+/** Creates the sequence, tables and functions of the lock engine. */
+export const CREATE_LOCK_SCHEMA: readonly string[] = [
+  `CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE`,
+  `CREATE TABLE locking (
+     lock_name varchar(200) NOT NULL,
+     mode      char(1)      NOT NULL,
+     app_id    varchar(200) NOT NULL,
+     stamp     bigint       NOT NULL,
+     created   timestamptz  NOT NULL DEFAULT now(),
+     CONSTRAINT locking_pk PRIMARY KEY (lock_name, mode, stamp),
+     CONSTRAINT locking_mode_ck CHECK (mode IN ('R', 'W'))
+   )`,
+  // Rows churn (one insert and one delete per grant): vacuum on a count of dead rows, never on a share of a tiny table.
+  `ALTER TABLE locking SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
+     autovacuum_vacuum_cost_delay = 0)`,
+  `CREATE INDEX locking_stamp_idx ON locking (stamp)`,
+  `CREATE TABLE locking_permissions (
+     lock_name varchar(200) NOT NULL,
+     mode      char(1)      NOT NULL,
+     permits   integer      NOT NULL,
+     CONSTRAINT locking_permissions_pk PRIMARY KEY (lock_name, mode),
+     CONSTRAINT locking_permissions_mode_ck CHECK (mode IN ('R', 'W')),
+     CONSTRAINT locking_permissions_permits_ck CHECK (permits >= 1)
+   )`,
+  // The whole acquisition is this one function call: one round trip, one commit. Names are serialised with
+  // transaction advisory locks taken in sorted key order (no deadlock, no serialization failure); each statement of
+  // a VOLATILE function takes a fresh READ COMMITTED snapshot, so the check below sees every grant committed by the
+  // previous holder of the advisory lock. Permits are read here, from committed rows, never from a client cache.
+  `CREATE FUNCTION locking_try_acquire(p_app_id text, p_names text[], p_modes text[],
+                                      p_default_read integer, p_default_write integer)
+   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_key   integer;
+     v_stamp bigint;
+   BEGIN
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
+     END LOOP;
+     IF EXISTS (
+       SELECT 1
+       FROM unnest(p_names, p_modes::char(1)[]) AS r(name, mode)
+       LEFT JOIN locking_permissions p ON p.lock_name = r.name AND p.mode = r.mode
+       CROSS JOIN LATERAL (SELECT coalesce(p.permits,
+                             CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END) AS permits) AS lim
+       WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
+          OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
+                                    LIMIT lim.permits) AS held) >= lim.permits
+     ) THEN
+       RETURN 0;
+     END IF;
+     v_stamp := nextval('locking_stamp_seq');
+     INSERT INTO locking (lock_name, mode, app_id, stamp)
+       SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names, p_modes) AS r(name, mode);
+     RETURN v_stamp;
+   END
+   $fn$`,
+  // A release may commit without waiting for the WAL flush: freeing a lock early can never break exclusion, and the
+  // next durable grant flushes it anyway.
+  `CREATE FUNCTION locking_release(p_app_id text, p_stamp bigint, p_async boolean)
+   RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_count integer;
+   BEGIN
+     IF p_async THEN
+       PERFORM set_config('synchronous_commit', 'off', true);
+     END IF;
+     DELETE FROM locking WHERE app_id = p_app_id AND stamp = p_stamp;
+     GET DIAGNOSTICS v_count = ROW_COUNT;
+     RETURN v_count;
+   END
+   $fn$`,
+];
+
+/** Drops everything `CREATE_LOCK_SCHEMA` created. */
+export const DROP_LOCK_SCHEMA: readonly string[] = [
+  `DROP FUNCTION IF EXISTS locking_release(text, bigint, boolean)`,
+  `DROP FUNCTION IF EXISTS locking_try_acquire(text, text[], text[], integer, integer)`,
+  `DROP TABLE IF EXISTS locking_permissions`,
+  `DROP TABLE IF EXISTS locking`,
+  `DROP SEQUENCE IF EXISTS locking_stamp_seq`,
+];
+
+/** $1 app id, $2 names, $3 modes ('R'/'W'), $4 default read permits, $5 default write permits → stamp or 0. */
+export const TRY_ACQUIRE_GROUP = `SELECT locking_try_acquire($1, $2::text[], $3::text[], $4, $5) AS stamp`;
+
+/** $1 app id, $2 stamp, $3 async commit → rows deleted. */
+export const RELEASE_GROUP = `SELECT locking_release($1, $2, $3) AS released`;
+
+/** $1 app id → deletes every lock row of that app. */
+export const RELEASE_ALL_OF_APP = `DELETE FROM locking WHERE app_id = $1`;
+
+/** All permits rows. */
+export const SELECT_ALL_PERMITS = `SELECT lock_name, mode, permits FROM locking_permissions`;
+
+/** $1 name, $2 mode ('R'/'W'), $3 permits. */
+export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ($1, $2, $3)
+  ON CONFLICT (lock_name, mode) DO UPDATE SET permits = EXCLUDED.permits`;
+
+/** $1 name, $2 mode ('R'/'W'). */
+export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = $1 AND mode = $2`;

@@ -1,0 +1,31 @@
+import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
+import type { LockMode } from '../interfaces/index.js';
+import { LOCK_NAME_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
+
+/** Throws `InvalidLockSpecError` unless `name` is a valid lock name. @internal */
+export function assertLockName(name: unknown, spec: unknown = name): asserts name is string {
+  if (typeof name !== 'string' || !LOCK_NAME_PATTERN.test(name)) {
+    throw new InvalidLockSpecError(spec, 'a lock name is 1-200 characters of letters, digits and _ . : - /');
+  }
+}
+
+/** Throws `InvalidLockArgumentError` unless `mode` is `read` or `write`. @internal */
+export function assertLockMode(mode: unknown): asserts mode is LockMode {
+  if (mode !== 'read' && mode !== 'write') {
+    throw new InvalidLockArgumentError('mode', mode, "'read' or 'write'");
+  }
+}
+
+/** Throws `InvalidLockArgumentError` unless `stamp` could have been returned by `tryLocks`. @internal */
+export function assertStamp(stamp: unknown): asserts stamp is number {
+  if (typeof stamp !== 'number' || !Number.isInteger(stamp) || stamp < 1 || stamp > MAX_STAMP) {
+    throw new InvalidLockArgumentError('stamp', stamp, 'a positive safe integer returned by tryLocks()');
+  }
+}
+
+/** Throws `InvalidLockArgumentError` unless `permits` is an integer in [1, 2^31 - 1]. @internal */
+export function assertPermits(permits: unknown, argument = 'permits'): asserts permits is number {
+  if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw new InvalidLockArgumentError(argument, permits, `an integer from 1 to ${MAX_PERMITS}`);
+  }
+}

@@ -1,0 +1,65 @@
+import { LockConfigurationError } from '../errors/index.js';
+import type { LockModuleOptions, LockPermits, LockRetryOptions } from '../interfaces/index.js';
+import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
+
+/** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
+export interface ResolvedLockOptions {
+  readonly appId: string;
+  readonly defaultPermits: LockPermits;
+  readonly permitsRefreshIntervalMs: number;
+  readonly releaseOnStartup: boolean;
+  readonly retry: Required<LockRetryOptions>;
+  readonly asyncRelease: boolean;
+}
+
+/** Validates the module options and applies defaults; throws `LockConfigurationError` naming the bad option. @internal */
+export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+  if (!options || typeof options !== 'object') {
+    throw new LockConfigurationError('LockModule.forRoot() needs options, at least { appId }');
+  }
+  const { appId } = options;
+  if (typeof appId !== 'string' || !LOCK_NAME_PATTERN.test(appId)) {
+    throw new LockConfigurationError(
+      `LockModule option appId must be 1-200 characters of letters, digits and _ . : - / (got ${JSON.stringify(appId)}); ` +
+        'give each running instance a stable, unique id',
+    );
+  }
+  const retry = options.retry ?? {};
+  return {
+    appId,
+    defaultPermits: {
+      read: integerOption('defaultPermits.read', options.defaultPermits?.read, DEFAULT_PERMITS.read, 1, MAX_PERMITS),
+      write: integerOption('defaultPermits.write', options.defaultPermits?.write, DEFAULT_PERMITS.write, 1, MAX_PERMITS),
+    },
+    permitsRefreshIntervalMs: integerOption(
+      'permitsRefreshIntervalMs',
+      options.permitsRefreshIntervalMs,
+      DEFAULT_PERMITS_REFRESH_INTERVAL_MS,
+      0,
+      2 ** 31 - 1,
+    ),
+    releaseOnStartup: booleanOption('releaseOnStartup', options.releaseOnStartup, true),
+    retry: {
+      maxAttempts: integerOption('retry.maxAttempts', retry.maxAttempts, 5, 1, 100),
+      initialDelayMs: integerOption('retry.initialDelayMs', retry.initialDelayMs, 2, 0, 60_000),
+      maxDelayMs: integerOption('retry.maxDelayMs', retry.maxDelayMs, 100, 0, 60_000),
+    },
+    asyncRelease: booleanOption('asyncRelease', options.asyncRelease, true),
+  };
+}
+
+function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new LockConfigurationError(`LockModule option ${name} must be an integer from ${min} to ${max} (got ${String(value)})`);
+  }
+  return value;
+}
+
+function booleanOption(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new LockConfigurationError(`LockModule option ${name} must be a boolean (got ${String(value)})`);
+  }
+  return value;
+}

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
+
+/** A database of its own for one test file, on the suite's server. */
+export interface TestDatabase {
+  readonly url: string;
+  /** Runs SQL on a short-lived connection of its own. */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
+  drop(): Promise<void>;
+}
+
+function adminUrl(): string {
+  const url = process.env.NDL_TEST_ADMIN_URL;
+  if (!url) throw new Error('NDL_TEST_ADMIN_URL is not set: run the tests through `npm test`');
+  return url;
+}
+
+async function onAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl() });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates an empty database; with `migrate` (the default) runs the shipped migrations in it through TypeORM. */
+export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const name = `ndl_test_${randomBytes(6).toString('hex')}`;
+  await onAdmin((client) => client.query(`CREATE DATABASE ${name}`));
+  const url = new URL(adminUrl());
+  url.pathname = `/${name}`;
+  const database: TestDatabase = {
+    url: url.toString(),
+    async query(text, values) {
+      const client = new pg.Client({ connectionString: url.toString() });
+      await client.connect();
+      try {
+        return (await client.query(text, values)).rows;
+      } finally {
+        await client.end();
+      }
+    },
+    drop: () => onAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+  };
+  if (options.migrate ?? true) {
+    const dataSource = new DataSource({ type: 'postgres', url: database.url, migrations: [...LOCK_MIGRATIONS] });
+    await dataSource.initialize();
+    await dataSource.runMigrations();
+    await dataSource.destroy();
+  }
+  return database;
+}
