@@ -1,0 +1,114 @@
+import { IllegalMonitorStateError } from 'nestjs-db-locks';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { lockRows } from '../support/lock-rows.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+describe('groups, stamps and release', () => {
+  let db: TestDatabase;
+  let one: LockApp;
+  let two: LockApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    one = await createLockApp(db.url, { appId: 'one' });
+    two = await createLockApp(db.url, { appId: 'two' });
+  });
+  afterEach(() => db.query('DELETE FROM locking'));
+  afterAll(async () => {
+    await one.close();
+    await two.close();
+    await db.drop();
+  });
+
+  it('grants a group whole, with one stamp on every row', async () => {
+    const stamp = await one.locks.tryLocks(['WS2_WRITE', 'WS1_READ']);
+    expect(Number.isSafeInteger(stamp) && stamp > 0).toBe(true);
+    expect(await lockRows(db)).toEqual([
+      { lock_name: 'WS1', mode: 'R', app_id: 'one', stamp: String(stamp) },
+      { lock_name: 'WS2', mode: 'W', app_id: 'one', stamp: String(stamp) },
+    ]);
+    const [{ age }] = await db.query<{ age: number }>(
+      'SELECT extract(epoch FROM now() - max(created))::float AS age FROM locking',
+    );
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(60);
+  });
+
+  it('refuses a group when one lock is taken, and leaves no row behind', async () => {
+    const held = await two.locks.tryLocks(['X_WRITE']);
+    expect(await one.locks.tryLocks(['W_WRITE', 'X_READ', 'Y_WRITE'])).toBe(0);
+    expect(await lockRows(db)).toEqual([{ lock_name: 'X', mode: 'W', app_id: 'two', stamp: String(held) }]);
+    // The other members of the refused group are free.
+    expect(await two.locks.tryLocks(['W_WRITE', 'Y_WRITE'])).toBeGreaterThan(0);
+  });
+
+  it('hands out distinct, increasing stamps', async () => {
+    const stamps: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      const stamp = await one.locks.tryLocks([`S${i}_WRITE`]);
+      stamps.push(stamp);
+    }
+    expect(new Set(stamps).size).toBe(50);
+    expect([...stamps].sort((a, b) => a - b)).toEqual(stamps);
+  });
+
+  it('throws IllegalMonitorStateError for an unknown stamp', async () => {
+    await expect(one.locks.releaseLocks(987_654_321)).rejects.toThrow(IllegalMonitorStateError);
+  });
+
+  it('only the holder releases: a foreign release throws and the lock stays held', async () => {
+    const stamp = await one.locks.tryLocks(['A_WRITE']);
+    const error = await two.locks.releaseLocks(stamp).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IllegalMonitorStateError);
+    expect(error).toMatchObject({ stamp, appId: 'two' });
+    expect(await two.locks.tryLocks(['A_WRITE'])).toBe(0);
+    await one.locks.releaseLocks(stamp);
+    expect(await two.locks.tryLocks(['A_WRITE'])).toBeGreaterThan(0);
+  });
+
+  it('a second release of the same stamp throws', async () => {
+    const stamp = await one.locks.tryLocks(['A_WRITE', 'B_READ']);
+    await one.locks.releaseLocks(stamp);
+    await expect(one.locks.releaseLocks(stamp)).rejects.toThrow(IllegalMonitorStateError);
+    expect(await lockRows(db)).toEqual([]);
+  });
+
+  it('releaseAllLocks frees every group of this app only', async () => {
+    await one.locks.tryLocks(['A_WRITE']);
+    await one.locks.tryLocks(['B_WRITE', 'C_READ']);
+    const theirs = await two.locks.tryLocks(['D_WRITE']);
+    expect(await one.locks.releaseAllLocks()).toBe(3);
+    expect(await lockRows(db)).toEqual([{ lock_name: 'D', mode: 'W', app_id: 'two', stamp: String(theirs) }]);
+    expect(one.locks.getStats()).toMatchObject({ retries: 0 });
+  });
+
+  it('frees the locks of a crashed instance when it starts again with the same appId', async () => {
+    const doomed = await createLockApp(db.url, { appId: 'crashy' });
+    const stamp = await doomed.locks.tryLocks(['JOB_WRITE', 'WS1_READ']);
+    expect(stamp).toBeGreaterThan(0);
+    // A kill -9: the process is gone without releasing; its rows stay.
+    await doomed.close();
+    expect(await two.locks.tryLocks(['JOB_WRITE'])).toBe(0);
+
+    const restarted = await createLockApp(db.url, { appId: 'crashy' });
+    try {
+      expect(await lockRows(db)).toEqual([]);
+      expect(await two.locks.tryLocks(['JOB_WRITE'])).toBeGreaterThan(0);
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  it('keeps the leftovers when releaseOnStartup is false', async () => {
+    const first = await createLockApp(db.url, { appId: 'keeper' });
+    await first.locks.tryLocks(['K_WRITE']);
+    await first.close();
+    const second = await createLockApp(db.url, { appId: 'keeper', releaseOnStartup: false });
+    try {
+      expect((await lockRows(db)).map((r) => r.app_id)).toEqual(['keeper']);
+      expect(await second.locks.releaseAllLocks()).toBe(1);
+    } finally {
+      await second.close();
+    }
+  });
+});
