@@ -1,0 +1,128 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseLockGroup, type LockPermits, type LockRequest, type LockSpec } from 'nestjs-db-locks';
+import { GrantChecker } from './grant-checker.js';
+import { createLockApp, type LockApp } from './lock-app.js';
+import { lockRows } from './lock-rows.js';
+import type { TestDatabase } from './test-database.js';
+
+/** What a property run observed. */
+export interface PropertyRunResult {
+  attempts: number;
+  grants: number;
+  /** Breaches of invariants 1 (seen by holders and in database snapshots) and 2 (partial or orphan groups). */
+  violations: string[];
+  /** Lock rows left once every worker has released. */
+  leftoverRows: number;
+}
+
+/** Shape of a property run. */
+export interface PropertyRunOptions {
+  instances: number;
+  workersPerInstance: number;
+  attempts: number;
+  names: readonly string[];
+  /** Permits rows written before the run; names without one use `defaults`. */
+  permits: Record<string, Partial<LockPermits>>;
+  defaults: LockPermits;
+}
+
+/**
+ * Several `LockService` instances (distinct `appId`, own pools) take random groups concurrently while a checker
+ * verifies DESIGN.md invariants 1–2 from the grants it observes and from snapshots of the `locking` table.
+ */
+export async function runLockProperty(db: TestDatabase, options: PropertyRunOptions): Promise<PropertyRunResult> {
+  for (const [name, permits] of Object.entries(options.permits)) {
+    for (const mode of ['read', 'write'] as const) {
+      const value = permits[mode];
+      if (value !== undefined) {
+        await db.query(`INSERT INTO locking_permissions VALUES ($1, $2, $3)`, [name, mode === 'read' ? 'R' : 'W', value]);
+      }
+    }
+  }
+  const permitsOf = (name: string): LockPermits => ({ ...options.defaults, ...options.permits[name] });
+  const checker = new GrantChecker(permitsOf);
+  const apps: LockApp[] = [];
+  for (let i = 0; i < options.instances; i++) {
+    apps.push(
+      await createLockApp(
+        db.url,
+        { appId: `prop-${i}`, defaultPermits: options.defaults },
+        options.workersPerInstance,
+      ),
+    );
+  }
+  const granted = new Map<number, readonly LockRequest[]>();
+  const snapshotViolations: string[] = [];
+  const sampledStamps = new Set<number>();
+  let attempts = 0;
+  let running = true;
+
+  const sampler = (async () => {
+    while (running) {
+      const rows = await lockRows(db);
+      const perName = new Map<string, { R: number; W: number }>();
+      const perStamp = new Map<number, string[]>();
+      for (const row of rows) {
+        const counts = perName.get(row.lock_name) ?? { R: 0, W: 0 };
+        counts[row.mode]++;
+        perName.set(row.lock_name, counts);
+        const stamp = Number(row.stamp);
+        perStamp.set(stamp, [...(perStamp.get(stamp) ?? []), `${row.lock_name}:${row.mode}`]);
+        sampledStamps.add(stamp);
+      }
+      for (const [name, counts] of perName) {
+        const permits = permitsOf(name);
+        if ((counts.R > 0 && counts.W > 0) || counts.W > permits.write || counts.R > permits.read) {
+          snapshotViolations.push(`snapshot: ${name} held by ${counts.W} writers and ${counts.R} readers`);
+        }
+      }
+      for (const [stamp, members] of perStamp) {
+        const group = granted.get(stamp);
+        const expected = group?.map((r) => `${r.name}:${r.mode === 'read' ? 'R' : 'W'}`).sort();
+        if (expected && expected.join() !== members.sort().join()) {
+          snapshotViolations.push(`snapshot: stamp ${stamp} has rows ${members} but was granted ${expected}`);
+        }
+      }
+      await sleep(5);
+    }
+  })();
+
+  const worker = async (app: LockApp) => {
+    while (attempts < options.attempts) {
+      attempts++;
+      const specs = randomGroup(options.names);
+      const group = parseLockGroup(specs);
+      const stamp = await app.locks.tryLocks(specs);
+      if (stamp === 0) continue;
+      granted.set(stamp, group);
+      checker.enter(group, stamp);
+      await sleep(Math.random() * 3);
+      checker.leave(group);
+      await app.locks.releaseLocks(stamp);
+    }
+  };
+  try {
+    await Promise.all(apps.flatMap((app) => Array.from({ length: options.workersPerInstance }, () => worker(app))));
+  } finally {
+    running = false;
+    await sampler;
+    await Promise.all(apps.map((app) => app.close()));
+  }
+  const orphans = [...sampledStamps].filter((stamp) => !granted.has(stamp));
+  return {
+    attempts,
+    grants: granted.size,
+    violations: [
+      ...checker.violations,
+      ...snapshotViolations,
+      ...orphans.map((stamp) => `stamp ${stamp} had rows but was never returned to a caller`),
+    ],
+    leftoverRows: (await lockRows(db)).length,
+  };
+}
+
+function randomGroup(names: readonly string[]): LockSpec[] {
+  const size = 1 + Math.floor(Math.random() * 3);
+  const picked = [...names].sort(() => Math.random() - 0.5).slice(0, size);
+  return picked.map((name) => `${name}_${Math.random() < 0.5 ? 'READ' : 'WRITE'}` as LockSpec);
+}
