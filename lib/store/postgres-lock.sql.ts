@@ -31,12 +31,27 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      CONSTRAINT locking_permissions_mode_ck CHECK (mode IN ('R', 'W')),
      CONSTRAINT locking_permissions_permits_ck CHECK (permits >= 1)
    )`,
-  // Whether the committed grants refuse a group (DESIGN.md permits rules). Permits are read here, from committed
-  // rows, never from a client cache: no grant can exceed the permits in force when it commits.
-  `CREATE FUNCTION locking_group_conflicts(p_names text[], p_modes text[], p_default_read integer,
-                                          p_default_write integer)
-   RETURNS boolean LANGUAGE sql VOLATILE AS $fn$
-     SELECT EXISTS (
+  // The whole acquisition is this one function call: one round trip, one commit. Names are serialised with
+  // transaction advisory locks taken in sorted key order (no deadlock, no serialization failure); each statement of
+  // a VOLATILE function takes a fresh READ COMMITTED snapshot, so the check sees every grant committed by the previous
+  // holder of an advisory lock. Permits are read in the check, from committed rows, never from a client cache.
+  // Measured choices (README, "Design and performance"): queueing on a busy name beats answering 0 early, and the check
+  // is inline because PL/pgSQL caches its plan where a separate SQL function would be planned on every call.
+  `CREATE FUNCTION locking_try_acquire(p_app_id text, p_names text[], p_modes text[],
+                                      p_default_read integer, p_default_write integer)
+   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_key   integer;
+     v_stamp bigint;
+   BEGIN
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
+     END LOOP;
+     IF EXISTS (
        SELECT 1
        FROM unnest(p_names, p_modes::char(1)[]) AS r(name, mode)
        LEFT JOIN locking_permissions p ON p.lock_name = r.name AND p.mode = r.mode
@@ -44,40 +59,8 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
                              CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END) AS permits) AS lim
        WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
           OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
-                                    LIMIT lim.permits) AS held) >= lim.permits)
-   $fn$`,
-  // The whole acquisition is this one function call: one round trip, one commit. Names are serialised with
-  // transaction advisory locks taken in sorted key order (no deadlock, no serialization failure); each statement of
-  // a VOLATILE function takes a fresh READ COMMITTED snapshot, so the final check sees every grant committed by the
-  // previous holder of an advisory lock. When a name is busy (another acquisition of it is committing) and the
-  // committed grants already refuse the group, the answer is 0 at once instead of a wait in the queue.
-  `CREATE FUNCTION locking_try_acquire(p_app_id text, p_names text[], p_modes text[],
-                                      p_default_read integer, p_default_write integer)
-   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_keys   integer[];
-     v_key    integer;
-     v_queued integer;
-     v_stamp  bigint;
-   BEGIN
-     IF current_setting('transaction_isolation') <> 'read committed' THEN
-       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
-         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
-     END IF;
-     v_keys := ARRAY(SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k);
-     FOREACH v_key IN ARRAY v_keys LOOP
-       IF NOT pg_try_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key) THEN
-         IF locking_group_conflicts(p_names, p_modes, p_default_read, p_default_write) THEN
-           RETURN 0;
-         END IF;
-         -- Sorted order again from the start: the keys already held are re-entered at once, then we queue.
-         FOREACH v_queued IN ARRAY v_keys LOOP
-           PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_queued);
-         END LOOP;
-         EXIT;
-       END IF;
-     END LOOP;
-     IF locking_group_conflicts(p_names, p_modes, p_default_read, p_default_write) THEN
+                                    LIMIT lim.permits) AS held) >= lim.permits
+     ) THEN
        RETURN 0;
      END IF;
      v_stamp := nextval('locking_stamp_seq');
@@ -107,7 +90,6 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
 export const DROP_LOCK_SCHEMA: readonly string[] = [
   `DROP FUNCTION IF EXISTS locking_release(text, bigint, boolean)`,
   `DROP FUNCTION IF EXISTS locking_try_acquire(text, text[], text[], integer, integer)`,
-  `DROP FUNCTION IF EXISTS locking_group_conflicts(text[], text[], integer, integer)`,
   `DROP TABLE IF EXISTS locking_permissions`,
   `DROP TABLE IF EXISTS locking`,
   `DROP SEQUENCE IF EXISTS locking_stamp_seq`,
