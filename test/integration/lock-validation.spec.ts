@@ -72,7 +72,7 @@ describe('bad input: a typed error and no change', () => {
   it('validates before touching the database: the errors are the same with the database gone', async () => {
     const offline = await createLockApp(db.url, { appId: 'offline' });
     await offline.close(); // destroys its DataSource: any database access would now fail differently
-    await expect(offline.locks.tryLocks(['WS2_WRTE'])).rejects.toThrow(InvalidLockSpecError);
+    await expect(offline.locks.tryLocks(['WS2_WRTE'] as never)).rejects.toThrow(InvalidLockSpecError);
     await expect(offline.locks.releaseLocks(1.5)).rejects.toThrow(InvalidLockArgumentError);
     await expect(offline.locks.setLockPermits('A', 'read', 0)).rejects.toThrow(InvalidLockArgumentError);
   });

@@ -19,6 +19,6 @@ export default async function globalSetup() {
     dataDir: join(parent, 'pg'),
     persistent: false,
   });
-  globalThis.__ndlEmbedded = database;
+  Object.assign(globalThis, { __ndlEmbedded: database });
   process.env.NDL_TEST_ADMIN_URL = database.url;
 }

@@ -1,4 +1,5 @@
 /** Stops the embedded server started by the global setup, if any. */
 export default async function globalTeardown() {
-  await globalThis.__ndlEmbedded?.stop();
+  const state = /** @type {{ __ndlEmbedded?: { stop(): Promise<void> } }} */ (/** @type {unknown} */ (globalThis));
+  await state.__ndlEmbedded?.stop();
 }

@@ -66,7 +66,7 @@ describe('parseLockGroup', () => {
 
   it('reports the error with a typed, named error', () => {
     try {
-      parseLockGroup(['WS2_WRTE']);
+      parseLockGroup(['WS2_WRTE'] as never);
       throw new Error('unreachable');
     } catch (error) {
       expect(error).toBeInstanceOf(InvalidLockSpecError);
