@@ -1,0 +1,87 @@
+// Packs the library, installs the tarball into a fresh Nest application in a temporary folder, compiles that
+// application with TypeScript against the published type declarations, and runs it: LockModule.forRoot and
+// LockService.tryLocks must work through `import { … } from 'nestjs-db-locks'`, exactly as a user gets them.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+
+const root = resolve(import.meta.dirname, '../..');
+const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const work = mkdtempSync(join(tmpdir(), 'ndl-consumer-'));
+chmodSync(work, 0o755);
+const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+
+const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop());
+const versionOf = (name) => own.devDependencies[name];
+const app = join(work, 'app');
+mkdirSync(join(app, 'src'), { recursive: true });
+writeFileSync(
+  join(app, 'package.json'),
+  JSON.stringify({
+    name: 'fresh-nest-app',
+    private: true,
+    type: 'module',
+    dependencies: Object.fromEntries([
+      ['nestjs-db-locks', `file:${tarball}`],
+      ['@types/node', versionOf('@types/node')],
+      ...['@nestjs/common', '@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
+        (name) => [name, versionOf(name)],
+      ),
+    ]),
+  }),
+);
+writeFileSync(
+  join(app, 'tsconfig.json'),
+  JSON.stringify({
+    compilerOptions: {
+      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
+      experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'],
+    },
+    include: ['src'],
+  }),
+);
+writeFileSync(
+  join(app, 'src', 'main.ts'),
+  `import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LOCK_MIGRATIONS, LockModule, LockService, type LockSpec } from 'nestjs-db-locks';
+
+@Module({
+  imports: [
+    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...LOCK_MIGRATIONS], migrationsRun: true }),
+    ScheduleModule.forRoot(),
+    LockModule.forRoot({ appId: 'consumer-1' }),
+  ],
+})
+class AppModule {}
+
+const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
+const locks = app.get(LockService);
+const group: LockSpec[] = ['WS2_WRITE', 'WS1_READ'];
+const stamp = await locks.tryLocks(group);
+const second = await locks.tryLocks(['WS2_WRITE']);
+await locks.releaseLocks(stamp);
+await app.close();
+if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp + ', ' + second);
+console.log('consumer ok: stamp ' + stamp);
+`,
+);
+run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
+
+const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
+chmodSync(parent, 0o755);
+const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
+const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server.url };
+try {
+  process.stdout.write(execFileSync('node', ['dist/main.js'], { cwd: app, env }).toString());
+} finally {
+  await server?.stop();
+  rmSync(work, { recursive: true, force: true });
+  rmSync(parent, { recursive: true, force: true });
+}
