@@ -19,8 +19,7 @@ export const resolvedOptionsProvider: Provider = {
 export function createLockStoreProvider(dataSource?: string): Provider {
   return {
     provide: LockStore,
-    useFactory: (ds: DataSource, options: ResolvedLockOptions) =>
-      new PostgresLockStore(ds, options.retry, options.asyncRelease),
+    useFactory: (ds: DataSource, options: ResolvedLockOptions) => new PostgresLockStore(ds, options),
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
   };
 }

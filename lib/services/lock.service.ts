@@ -52,7 +52,7 @@ export class LockService implements OnModuleInit {
    */
   async tryLocks(locks: Iterable<LockSpec>): Promise<number> {
     const group = parseLockGroup(locks);
-    const stamp = await this.store.tryAcquire(this.options.appId, group, this.options.defaultPermits);
+    const stamp = await this.store.tryAcquire(group);
     if (stamp > 0) this.granted++;
     else this.busy++;
     return stamp;
@@ -66,7 +66,7 @@ export class LockService implements OnModuleInit {
    */
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
-    if (!(await this.store.release(this.options.appId, stamp))) {
+    if (!(await this.store.release(stamp))) {
       throw new IllegalMonitorStateError(stamp, this.options.appId);
     }
     this.released++;
@@ -78,7 +78,7 @@ export class LockService implements OnModuleInit {
    * @returns the number of lock rows deleted.
    */
   releaseAllLocks(): Promise<number> {
-    return this.store.releaseAll(this.options.appId);
+    return this.store.releaseAll();
   }
 
   /** Reloads the permits cache from `locking_permissions` now (it also refreshes on its interval). */

@@ -1,4 +1,4 @@
-import type { LockPermits, LockRequest } from '../interfaces/index.js';
+import type { LockRequest } from '../interfaces/index.js';
 
 /** One row of `locking_permissions`, in the library's vocabulary. @internal */
 export interface PermitsRow {
@@ -8,17 +8,17 @@ export interface PermitsRow {
 }
 
 /**
- * The storage port of the lock engine: each method is one short transaction of its own, never part of a caller's
- * transaction. `PostgresLockStore` is the implementation; the class doubles as the injection token.
+ * The storage port of the lock engine, bound to one `appId`: each call is a short transaction of its own, never part
+ * of a caller's transaction. `PostgresLockStore` is the implementation; the class doubles as the injection token.
  * @internal
  */
 export abstract class LockStore {
-  /** Takes the whole group for `appId` or nothing; returns the stamp, or 0 when some lock is not available. */
-  abstract tryAcquire(appId: string, group: readonly LockRequest[], defaults: LockPermits): Promise<number>;
-  /** Deletes `appId`'s rows of `stamp`; false when none matched. */
-  abstract release(appId: string, stamp: number): Promise<boolean>;
-  /** Deletes every row of `appId`; returns how many groups were freed. */
-  abstract releaseAll(appId: string): Promise<number>;
+  /** Takes the whole group or nothing; returns the stamp, or 0 when some lock is not available. */
+  abstract tryAcquire(group: readonly LockRequest[]): Promise<number>;
+  /** Deletes this app's rows of `stamp`; false when none matched. */
+  abstract release(stamp: number): Promise<boolean>;
+  /** Deletes every row of this app; returns how many rows were deleted. */
+  abstract releaseAll(): Promise<number>;
   /** Reads every permits row. */
   abstract loadPermits(): Promise<PermitsRow[]>;
   /** Writes (or, with `null`, deletes) one permits row. */

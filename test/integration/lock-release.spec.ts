@@ -112,3 +112,42 @@ describe('groups, stamps and release', () => {
     }
   });
 });
+
+describe('concurrent calls of one instance (coalesced into batches)', () => {
+  let db: TestDatabase;
+  let app: LockApp;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    app = await createLockApp(db.url, { appId: 'busy' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await db.drop();
+  });
+
+  it('grants a contended write lock to exactly one of 40 concurrent callers', async () => {
+    const stamps = await Promise.all(Array.from({ length: 40 }, () => app.locks.tryLocks(['HOT_WRITE', 'COLD_READ'])));
+    const granted = stamps.filter((s) => s > 0);
+    expect(granted).toHaveLength(1);
+    expect(await lockRows(db)).toHaveLength(2);
+    await app.locks.releaseLocks(granted[0]!);
+  });
+
+  it('grants distinct groups concurrently, each with its own stamp', async () => {
+    const stamps = await Promise.all(Array.from({ length: 40 }, (_, i) => app.locks.tryLocks([`G${i}_WRITE`])));
+    expect(stamps.every((s) => s > 0)).toBe(true);
+    expect(new Set(stamps).size).toBe(40);
+    await Promise.all(stamps.map((s) => app.locks.releaseLocks(s)));
+    expect(await lockRows(db)).toEqual([]);
+  });
+
+  it('lets exactly one of 20 concurrent releases of one stamp succeed', async () => {
+    const stamp = await app.locks.tryLocks(['ONCE_WRITE']);
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => app.locks.releaseLocks(stamp)));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const failures = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(failures).toHaveLength(19);
+    expect(failures.every((r) => r.reason instanceof IllegalMonitorStateError)).toBe(true);
+  });
+});

@@ -11,9 +11,11 @@ const root = resolve(import.meta.dirname, '../..');
 const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const work = mkdtempSync(join(tmpdir(), 'ndl-consumer-'));
 chmodSync(work, 0o755);
+/** @type {(cmd: string, args: string[], cwd: string) => string} */
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 
-const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop());
+const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop() ?? '');
+/** @type {(name: string) => string} */
 const versionOf = (name) => own.devDependencies[name];
 const app = join(work, 'app');
 mkdirSync(join(app, 'src'), { recursive: true });
@@ -77,7 +79,7 @@ run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
 chmodSync(parent, 0o755);
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
-const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server.url };
+const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server?.url };
 try {
   process.stdout.write(execFileSync('node', ['dist/main.js'], { cwd: app, env }).toString());
 } finally {
