@@ -53,9 +53,14 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
        RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
          current_setting('transaction_isolation') USING ERRCODE = 'LK001';
      END IF;
-     FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
-       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
-     END LOOP;
+     IF cardinality(p_names) = 1 THEN
+       -- The most common call, one lock: no sort needed (a simple expression, no query).
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(p_names[1]));
+     ELSE
+       FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
+         PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
+       END LOOP;
+     END IF;
      -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
      FOREACH v_to IN ARRAY p_group_ends LOOP
        IF EXISTS (
