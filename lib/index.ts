@@ -2,6 +2,8 @@ export { LockModule } from './lock.module.js';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
+export { WithLocks, type WithLocksDecorator } from './decorators/with-locks.decorator.js';
+export { LockHttpInterceptor, type LockedResponseBody } from './interceptors/lock-http.interceptor.js';
 export type {
   LockMode,
   LockSpec,
@@ -11,6 +13,8 @@ export type {
   LockModuleExtras,
   LockRetryOptions,
   LockStats,
+  WithLocksOptions,
+  LockUnavailableAction,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity } from './entities/index.js';
 export { LOCK_MIGRATIONS, CreateLockTables1763683200000 } from './migrations/index.js';
@@ -23,4 +27,7 @@ export {
   LockStoreError,
   LockTablesMissingError,
   LockConfigurationError,
+  LockNotAcquiredError,
+  LockUpgradeError,
+  LockModuleNotInitializedError,
 } from './errors/index.js';

@@ -23,3 +23,9 @@ export const PERMITS_REFRESH_TASK = 'nestjs-db-locks:permits-refresh';
 
 /** Injection token of the validated options with defaults applied. @internal */
 export const RESOLVED_LOCK_OPTIONS = 'nestjs-db-locks:resolved-options';
+
+/** Metadata key of the lock requests of a `@WithLocks` method (on the method's function). @internal */
+export const LOCKS_METADATA = 'nestjs-db-locks:locks';
+
+/** `@nestjs/schedule`'s metadata key marking `@Cron` / `@Interval` / `@Timeout` methods. @internal */
+export const SCHEDULER_TYPE_METADATA = 'SCHEDULER_TYPE';

@@ -14,10 +14,13 @@ export const {
 } = new ConfigurableModuleBuilder<LockModuleOptions>({ moduleName: 'Lock' })
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createLockOptions')
-  .setExtras<LockModuleExtras>({ isGlobal: true, dataSource: undefined }, (definition, extras) => ({
-    ...definition,
-    global: extras.isGlobal,
-  }))
+  .setExtras<LockModuleExtras>(
+    { isGlobal: true, dataSource: undefined, mountHttpInterceptor: true },
+    (definition, extras) => ({
+      ...definition,
+      global: extras.isGlobal,
+    }),
+  )
   .build();
 
 /** What `forRootAsync` accepts: `{ imports, inject, useFactory }`, `useClass` or `useExisting`, plus the extras. */

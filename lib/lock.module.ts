@@ -1,6 +1,10 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES } from './entities/index.js';
+import { LockExplorer } from './explorer/lock.explorer.js';
+import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
+import type { LockModuleExtras } from './interfaces/index.js';
 import {
   ConfigurableModuleClass,
   type LockModuleAsyncOptions,
@@ -29,25 +33,29 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
  * @publicApi
  */
 @Module({
-  providers: [resolvedOptionsProvider, LockPermitsCache, LockService, LockTasksRegistrar],
+  imports: [DiscoveryModule],
+  providers: [resolvedOptionsProvider, LockPermitsCache, LockService, LockTasksRegistrar, LockExplorer],
   exports: [LockService],
 })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
   static override forRoot(options: LockModuleRootOptions): DynamicModule {
-    return withDataSource(super.forRoot(options), options.dataSource);
+    return withExtras(super.forRoot(options), options);
   }
 
   /** Configures the module from a factory, e.g. `{ imports: [ConfigModule], inject: [ConfigService], useFactory }`. */
   static override forRootAsync(options: LockModuleAsyncOptions): DynamicModule {
-    return withDataSource(super.forRootAsync(options), options.dataSource);
+    return withExtras(super.forRootAsync(options), options);
   }
 }
 
-function withDataSource(definition: DynamicModule, dataSource: string | undefined): DynamicModule {
+/** Adds what depends on the extras: the DataSource's entities and store, and the global HTTP interceptor. */
+function withExtras(definition: DynamicModule, extras: LockModuleExtras): DynamicModule {
+  const interceptor: Provider[] =
+    extras.mountHttpInterceptor === false ? [] : [{ provide: APP_INTERCEPTOR, useClass: LockHttpInterceptor }];
   return {
     ...definition,
-    imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], dataSource)],
-    providers: [...(definition.providers ?? []), createLockStoreProvider(dataSource)],
+    imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], extras.dataSource)],
+    providers: [...(definition.providers ?? []), createLockStoreProvider(extras.dataSource), ...interceptor],
   };
 }

@@ -5,3 +5,6 @@ export { IllegalMonitorStateError } from './illegal-monitor-state.error.js';
 export { LockStoreError } from './lock-store.error.js';
 export { LockTablesMissingError } from './lock-tables-missing.error.js';
 export { LockConfigurationError } from './lock-configuration.error.js';
+export { LockNotAcquiredError } from './lock-not-acquired.error.js';
+export { LockUpgradeError } from './lock-upgrade.error.js';
+export { LockModuleNotInitializedError } from './lock-module-not-initialized.error.js';

@@ -1,3 +1,4 @@
 export type { LockMode, LockSpec, LockRequest, LockPermits } from './lock-spec.interface.js';
 export type { LockModuleOptions, LockModuleExtras, LockRetryOptions } from './lock-module-options.interface.js';
 export type { LockStats } from './lock-stats.interface.js';
+export type { WithLocksOptions, LockUnavailableAction } from './with-locks-options.interface.js';

@@ -80,4 +80,10 @@ export interface LockModuleExtras {
    * @default the default DataSource
    */
   dataSource?: string;
+  /**
+   * Mount `LockHttpInterceptor` globally, so that a controller whose `@WithLocks` group is not available answers
+   * HTTP 423 Locked instead of 500.
+   * @default true
+   */
+  mountHttpInterceptor?: boolean;
 }

@@ -1,12 +1,15 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { IllegalMonitorStateError } from '../errors/index.js';
-import type { LockMode, LockPermits, LockSpec, LockStats } from '../interfaces/index.js';
+import type { LockMode, LockPermits, LockSpec, LockStats, WithLocksOptions } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import { assertLockMode, assertLockName, assertPermits, assertStamp } from '../utils/lock-validation.util.js';
 import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
+import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
+import { LockServiceHost } from './lock-service.host.js';
+import { runLocked, type LockedCall } from './locked-call.runner.js';
 
 /**
  * Named read/write locks with permits, kept in the shared PostgreSQL database (seed 000's API).
@@ -16,7 +19,7 @@ import { LockPermitsCache } from './lock-permits-cache.service.js';
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit {
+export class LockService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('LockService');
   private granted = 0;
   private busy = 0;
@@ -40,6 +43,12 @@ export class LockService implements OnModuleInit {
       if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
     }
     await this.permitsCache.refresh();
+    LockServiceHost.register(this);
+  }
+
+  /** @internal */
+  onApplicationShutdown(): void {
+    LockServiceHost.unregister(this);
   }
 
   /**
@@ -107,6 +116,28 @@ export class LockService implements OnModuleInit {
     if (permits !== null) assertPermits(permits);
     await this.store.savePermits(name, mode, permits);
     await this.permitsCache.refresh();
+  }
+
+  /**
+   * Runs `fn` holding the group, the programmatic form of `@WithLocks`: the locks are taken before `fn` runs and
+   * released (awaited) when its Promise settles. Re-entrant within one async call chain.
+   * @returns what `fn` returns, or `undefined` when the group is not available and `onUnavailable` is `'skip'`.
+   * @throws LockNotAcquiredError when the group is not available (default `onUnavailable: 'throw'`).
+   * @throws LockUpgradeError when the chain holds a name for read and `locks` asks for it for write.
+   */
+  async withLocks<T>(locks: readonly LockSpec[] | WithLocksOptions, fn: () => Promise<T> | T): Promise<T | undefined> {
+    const lock = resolveWithLocks(Array.isArray(locks) ? locks : [locks as WithLocksOptions]);
+    return (await this.runLocked({
+      target: fn.name || 'LockService.withLocks',
+      lock,
+      onUnavailable: lock.onUnavailable ?? 'throw',
+      call: fn,
+    })) as T | undefined;
+  }
+
+  /** The engine behind `@WithLocks` and `withLocks`. @internal */
+  runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
+    return runLocked(this, locked);
   }
 
   /** Counters since start, for metrics and benchmarks. */

@@ -1,4 +1,4 @@
-import { type INestApplicationContext, Module } from '@nestjs/common';
+import { type INestApplicationContext, Module, type Type } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -16,6 +16,7 @@ export async function createLockApp(
   url: string,
   options: Partial<LockModuleOptions> & { appId: string },
   poolSize = 4,
+  providers: Type[] = [],
 ): Promise<LockApp> {
   @Module({
     imports: [
@@ -23,6 +24,7 @@ export async function createLockApp(
       ScheduleModule.forRoot(),
       LockModule.forRoot(options),
     ],
+    providers,
   })
   class TestAppModule {}
 

@@ -1,0 +1,67 @@
+import type { Observable } from 'rxjs';
+import { InvalidLockSpecError } from '../errors/index.js';
+import type { LockSpec, WithLocksOptions } from '../interfaces/index.js';
+import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
+import { LockServiceHost } from '../services/lock-service.host.js';
+import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
+import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
+
+/** Methods `@WithLocks` accepts: the decorated method returns a Promise (or an Observable), so its own must too. */
+type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown> | void;
+
+/** The decorator `@WithLocks` returns. @publicApi */
+export type WithLocksDecorator = <T extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<T>,
+) => TypedPropertyDescriptor<T>;
+
+/**
+ * Takes a group of locks before the method runs and releases it when the method settles (its Promise resolves or
+ * rejects, or its Observable completes or errors). Works on controller handlers, provider methods and `@Cron` /
+ * `@Interval` / `@Timeout` jobs, in either order relative to the other decorators.
+ *
+ * ```ts
+ * @Cron('0 * * * * *')
+ * @WithLocks('WS2_WRITE', 'WS1_READ')
+ * async rebuildWs2(): Promise<void> { … }
+ *
+ * @Get(':id')
+ * @WithLocks({ locks: ['WS1_READ'], retryAfterSeconds: 5 })
+ * async readWs1(@Param('id') id: string) { … }
+ * ```
+ * When the group is not available: scheduled jobs skip the run (one log line), other methods throw
+ * `LockNotAcquiredError` (HTTP 423 through `LockHttpInterceptor`); set `onUnavailable` to choose. Specs are checked
+ * when the class is defined: a typo fails at start-up with `InvalidLockSpecError`.
+ * @publicApi
+ */
+export function WithLocks(...locks: LockSpec[]): WithLocksDecorator;
+export function WithLocks(options: WithLocksOptions): WithLocksDecorator;
+export function WithLocks(...args: (LockSpec | WithLocksOptions)[]): WithLocksDecorator {
+  const lock = resolveWithLocks(args);
+  return (target, propertyKey, descriptor) => {
+    const original = descriptor.value;
+    const label = `${target.constructor.name}.${String(propertyKey)}`;
+    if (typeof original !== 'function') {
+      throw new InvalidLockSpecError(label, '@WithLocks decorates methods only');
+    }
+    // A Proxy keeps the method's name and length; the service is looked up when the method is called, so nothing
+    // depends on module import order or lifecycle-hook order.
+    const wrapped = new Proxy(original, {
+      // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
+      async apply(method, thisArg, callArgs) {
+        const scheduled = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
+        return LockServiceHost.resolve(thisArg, label).runLocked({
+          target: label,
+          lock,
+          onUnavailable: lock.onUnavailable ?? (scheduled ? 'skip' : 'throw'),
+          call: () => Reflect.apply(method, thisArg, callArgs),
+        });
+      },
+    });
+    copyMethodMetadata(original, wrapped);
+    Reflect.defineMetadata(LOCKS_METADATA, lock, wrapped);
+    descriptor.value = wrapped;
+    return descriptor;
+  };
+}

@@ -1,0 +1,63 @@
+import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LOCKS_METADATA } from '../lock.constants.js';
+import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
+import { LockServiceHost } from '../services/lock-service.host.js';
+import { LockService } from '../services/lock.service.js';
+import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+
+interface DecoratedMethod {
+  readonly label: string;
+  readonly lock: ResolvedWithLocks;
+}
+
+/**
+ * Finds every `@WithLocks` method of the application at start-up. Read-only: it binds each instance to this
+ * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
+ * and warns when a permits row makes a decorated lock impossible to take. It never replaces a method.
+ * @internal
+ */
+@Injectable()
+export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
+  private readonly logger = new Logger('LockModule');
+  private readonly methods: DecoratedMethod[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly service: LockService,
+    private readonly permits: LockPermitsCache,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
+      const instance: unknown = wrapper.instance;
+      // Request-scoped instances do not exist yet; their calls use the last initialised LockService.
+      if (!wrapper.isDependencyTreeStatic() || typeof instance !== 'object' || instance === null) continue;
+      const prototype = Object.getPrototypeOf(instance) as object | null;
+      if (!prototype) continue;
+      let decorated = false;
+      for (const name of this.scanner.getAllMethodNames(prototype)) {
+        const method = (instance as Record<string, unknown>)[name];
+        const lock = typeof method === 'function' ? (Reflect.getMetadata(LOCKS_METADATA, method) as ResolvedWithLocks | undefined) : undefined;
+        if (!lock) continue;
+        decorated = true;
+        this.methods.push({ label: `${instance.constructor.name}.${name}`, lock });
+      }
+      if (decorated) LockServiceHost.bind(instance, this.service);
+    }
+  }
+
+  onApplicationBootstrap(): void {
+    for (const { label, lock } of this.methods) {
+      const specs = lock.requests.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ');
+      this.logger.log(`@WithLocks ${label} → ${specs}`);
+      for (const request of lock.requests) {
+        const permits = this.permits.get(request.name)[request.mode];
+        if (permits < 1) {
+          this.logger.warn(`${label} can never take ${request.name} (${request.mode}): its permits row says ${permits}`);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,56 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  HttpException,
+  Injectable,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { catchError, type Observable, throwError } from 'rxjs';
+import { LockNotAcquiredError } from '../errors/index.js';
+
+/** HTTP 423 Locked (RFC 4918). */
+const LOCKED = 423;
+
+/** The JSON body of a 423 response. @publicApi */
+export interface LockedResponseBody {
+  readonly statusCode: 423;
+  readonly error: 'Locked';
+  readonly message: string;
+  /** The locks that were not available, e.g. `[{ name: 'WS1', mode: 'read' }]`. */
+  readonly locks: ReadonlyArray<{ readonly name: string; readonly mode: 'read' | 'write' }>;
+}
+
+/**
+ * Maps `LockNotAcquiredError` to **HTTP 423 Locked** with a JSON body naming the locks, and `Retry-After` when the
+ * method declared `retryAfterSeconds`. Every other error passes through unchanged. `LockModule` mounts it globally
+ * (extra `mountHttpInterceptor`, default true); use it with `@UseInterceptors(LockHttpInterceptor)` otherwise.
+ * @publicApi
+ */
+@Injectable()
+export class LockHttpInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    return next.handle().pipe(
+      catchError((error: unknown) => {
+        if (!(error instanceof LockNotAcquiredError)) return throwError(() => error);
+        if (error.retryAfterSeconds !== undefined) {
+          setHeader(context.switchToHttp().getResponse<unknown>(), 'Retry-After', String(error.retryAfterSeconds));
+        }
+        const body: LockedResponseBody = {
+          statusCode: LOCKED,
+          error: 'Locked',
+          message: error.message,
+          locks: error.locks.map(({ name, mode }) => ({ name, mode })),
+        };
+        return throwError(() => new HttpException(body, LOCKED, { cause: error }));
+      }),
+    );
+  }
+}
+
+/** Express (`setHeader`) and Fastify (`header`) responses. */
+function setHeader(response: unknown, name: string, value: string): void {
+  const res = response as { header?: (n: string, v: string) => unknown; setHeader?: (n: string, v: string) => unknown };
+  if (typeof res.setHeader === 'function') res.setHeader(name, value);
+  else if (typeof res.header === 'function') res.header(name, value);
+}

@@ -1,0 +1,42 @@
+import { type INestApplication, Module, type Type } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LockModule, LockService, type LockModuleOptions } from 'nestjs-db-locks';
+
+/** One application instance of a test: an HTTP server on a free port, its `LockService`, and a way to stop it. */
+export interface TestNestApp {
+  readonly app: INestApplication;
+  readonly locks: LockService;
+  readonly baseUrl: string;
+  close(): Promise<void>;
+}
+
+/** Boots a full Nest HTTP application (TypeORM + schedule + LockModule) with the given controllers and providers. */
+export async function createNestApp(
+  url: string,
+  options: Partial<LockModuleOptions> & { appId: string },
+  parts: { controllers?: Type[]; providers?: Type[] } = {},
+): Promise<TestNestApp> {
+  @Module({
+    imports: [
+      TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: 4 } }),
+      ScheduleModule.forRoot(),
+      LockModule.forRoot(options),
+    ],
+    controllers: parts.controllers ?? [],
+    providers: parts.providers ?? [],
+  })
+  class TestAppModule {}
+
+  const moduleRef = await Test.createTestingModule({ imports: [TestAppModule] }).compile();
+  const app = moduleRef.createNestApplication({ logger: false });
+  await app.listen(0, '127.0.0.1');
+  const address = app.getHttpServer().address() as { port: number };
+  return {
+    app,
+    locks: app.get(LockService),
+    baseUrl: `http://127.0.0.1:${address.port}`,
+    close: () => app.close(),
+  };
+}
