@@ -28,7 +28,7 @@ writeFileSync(
     dependencies: Object.fromEntries([
       ['nestjs-db-locks', `file:${tarball}`],
       ['@types/node', versionOf('@types/node')],
-      ...['@nestjs/common', '@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
+      ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
         (name) => [name, versionOf(name)],
       ),
     ]),
@@ -39,7 +39,7 @@ writeFileSync(
   JSON.stringify({
     compilerOptions: {
       target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
-      experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'],
+      experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'], lib: ['ES2023', 'DOM'],
     },
     include: ['src'],
   }),
@@ -47,11 +47,20 @@ writeFileSync(
 writeFileSync(
   join(app, 'src', 'main.ts'),
   `import 'reflect-metadata';
-import { Module } from '@nestjs/common';
+import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LOCK_MIGRATIONS, LockModule, LockService, type LockSpec } from 'nestjs-db-locks';
+import { LOCK_MIGRATIONS, LockModule, LockService, WithLocks, type LockSpec } from 'nestjs-db-locks';
+
+@Controller('ws1')
+class Ws1Controller {
+  @Get()
+  @WithLocks('WS1_READ')
+  async read(): Promise<{ ok: boolean }> {
+    return { ok: true };
+  }
+}
 
 @Module({
   imports: [
@@ -59,18 +68,26 @@ import { LOCK_MIGRATIONS, LockModule, LockService, type LockSpec } from 'nestjs-
     ScheduleModule.forRoot(),
     LockModule.forRoot({ appId: 'consumer-1' }),
   ],
+  controllers: [Ws1Controller],
 })
 class AppModule {}
 
-const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
+const app = await NestFactory.create(AppModule, { logger: ['error'] });
+await app.listen(0, '127.0.0.1');
+const url = 'http://127.0.0.1:' + (app.getHttpServer().address() as { port: number }).port + '/ws1';
 const locks = app.get(LockService);
-const group: LockSpec[] = ['WS2_WRITE', 'WS1_READ'];
+const group: LockSpec[] = ['WS1_WRITE', 'WS0_READ'];
 const stamp = await locks.tryLocks(group);
-const second = await locks.tryLocks(['WS2_WRITE']);
+const second = await locks.tryLocks(['WS1_WRITE']);
+const whileHeld = await fetch(url);
 await locks.releaseLocks(stamp);
+const afterRelease = await fetch(url);
 await app.close();
 if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp + ', ' + second);
-console.log('consumer ok: stamp ' + stamp);
+if (whileHeld.status !== 423 || afterRelease.status !== 200) {
+  throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
+}
+console.log('consumer ok: stamp ' + stamp + ', HTTP 423 while held, 200 after release');
 `,
 );
 run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
