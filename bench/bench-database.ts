@@ -15,8 +15,10 @@ export interface BenchDatabase {
   readonly source: string;
   /** Runs one statement on a short-lived connection. */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
-  /** Vacuums every contender's tables and checkpoints (when allowed) so that each run starts alike. */
-  settle(): Promise<void>;
+  /** Vacuums every contender's (small) tables, so that no contender inherits another's dead rows. */
+  vacuum(): Promise<void>;
+  /** Flushes dirty buffers, so that no slice pays for another's; resolves false when the role may not checkpoint. */
+  checkpoint(): Promise<boolean>;
   dispose(): Promise<void>;
 }
 
@@ -70,11 +72,16 @@ export async function openBenchDatabase(): Promise<BenchDatabase> {
       url: url.toString(),
       source: server.source,
       query: (text, values) => runOn(url.toString(), async (client) => (await client.query(text, values)).rows),
-      settle: () =>
-        runOn(url.toString(), async (client) => {
-          await client.query(VACUUM_ALL);
-          await client.query('CHECKPOINT').catch(() => undefined); // needs superuser or pg_checkpoint
-        }),
+      vacuum: async () => {
+        await runOn(url.toString(), (client) => client.query(VACUUM_ALL));
+      },
+      checkpoint: () =>
+        runOn(url.toString(), (client) =>
+          client.query('CHECKPOINT').then(
+            () => true,
+            () => false, // needs superuser or pg_checkpoint
+          ),
+        ),
       dispose: async () => {
         try {
           await dropDatabase();

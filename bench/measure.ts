@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Contender, ContenderClient } from './contenders/contender.js';
-import type { Measurement } from './stats.js';
+import type { Sample } from './stats.js';
 import type { Workload } from './workloads.js';
 
 /** Timing of one measurement. */
@@ -11,10 +11,10 @@ export interface MeasureOptions {
 }
 
 /**
- * Runs `workload.clients` loops of `contender` for warm-up + duration; counts what completes inside the measured
- * window. Every loop finishes (and releases) its current attempt before the session closes.
+ * Opens a session of `contender`, runs `workload.clients` loops of it for warm-up + duration, and counts what completes
+ * inside the measured window. Every loop finishes (and releases) its current attempt before the session closes.
  */
-export async function measure(contender: Contender, workload: Workload, options: MeasureOptions): Promise<Measurement> {
+export async function measure(contender: Contender, workload: Workload, options: MeasureOptions): Promise<Sample> {
   const session = await contender.open(workload);
   try {
     const started = performance.now();
@@ -58,9 +58,6 @@ export async function measure(contender: Contender, workload: Workload, options:
     const [retries] = await Promise.all([sampleRetries(), ...loops]);
     latencies.sort((a, b) => a - b);
     return {
-      contenderId: contender.id,
-      contender: contender.name,
-      workload: workload.id,
       seconds: options.durationMs / 1000,
       granted,
       busy,

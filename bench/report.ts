@@ -1,19 +1,33 @@
 import type { ContenderId } from './contenders/contender.js';
 import type { MachineInfo } from './machine.js';
-import { type Measurement, ratesOf } from './stats.js';
+import { type Measurement, ratesOf, type Spread, spreadOf } from './stats.js';
 import type { Workload } from './workloads.js';
+
+/** How a run measures: `rounds` interleaved rounds per workload, `sliceSeconds` measured per contender per round. */
+export interface BenchPlan {
+  /** Measured seconds per row (contender x workload), over all rounds. */
+  readonly seconds: number;
+  readonly rounds: number;
+  readonly sliceSeconds: number;
+  readonly warmupMs: number;
+  /** False once the server refused a CHECKPOINT (role without the privilege). */
+  checkpoints: boolean;
+}
 
 /** One target of the issue, evaluated. */
 export interface TargetResult {
   readonly label: string;
+  /** The judged value: median of the per-round ratios, or the retry share over all rounds. */
   readonly value: string;
   readonly target: string;
   readonly met: boolean;
+  /** Per-round spread and aggregate, for the reader. */
+  readonly detail: string;
 }
 
 const fixed = (value: number, digits: number): string => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
 
-/** The results table, markdown-friendly. */
+/** The results table, markdown-friendly; rates over all rounds, percentiles over every sample. */
 export function formatTable(measurements: readonly Measurement[]): string {
   const header = ['workload', 'contender', 'acquisitions/s', 'busy/s', 'retries/s', 'p50 ms', 'p99 ms'];
   const rows = measurements.map((m) => {
@@ -39,18 +53,51 @@ function find(measurements: readonly Measurement[], workload: string, id: Conten
   return measurements.find((m) => m.workload === workload && m.contenderId === id);
 }
 
+/** Acquisitions/s of `over` divided by those of `under`: over all rounds, and round by round. */
+interface RatioOf {
+  readonly aggregate: number;
+  readonly perRound: Spread;
+}
+
+function ratioOf(over: Measurement | undefined, under: Measurement | undefined): RatioOf {
+  if (!over || !under) return { aggregate: Number.NaN, perRound: spreadOf([]) };
+  const perRound = over.rounds.map((round) => {
+    const other = under.rounds.find((r) => r.round === round.round);
+    return other ? ratesOf(round).acquisitionsPerSecond / ratesOf(other).acquisitionsPerSecond : Number.NaN;
+  });
+  return {
+    aggregate: ratesOf(over).acquisitionsPerSecond / ratesOf(under).acquisitionsPerSecond,
+    perRound: spreadOf(perRound),
+  };
+}
+
+const range = (spread: Spread, digits: number): string => `${fixed(spread.min, digits)}–${fixed(spread.max, digits)}`;
+
 function ratio(label: string, over: Measurement | undefined, under: Measurement | undefined, min: number): TargetResult {
-  const value = over && under ? ratesOf(over).acquisitionsPerSecond / ratesOf(under).acquisitionsPerSecond : Number.NaN;
-  return { label, value: `${fixed(value, 3)} x`, target: `>= ${min.toFixed(2)} x`, met: value >= min };
+  const { aggregate, perRound } = ratioOf(over, under);
+  return {
+    label,
+    value: `${fixed(perRound.median, 3)} x`,
+    target: `>= ${min.toFixed(2)} x`,
+    met: perRound.median >= min,
+    detail: `rounds ${range(perRound, 3)}, aggregate ${fixed(aggregate, 3)} x`,
+  };
 }
 
 function retryShare(label: string, library: Measurement | undefined, max: number): TargetResult {
-  const attempts = library ? library.granted + library.busy : 0;
-  const share = library && attempts > 0 ? library.retries / attempts : Number.NaN;
-  return { label, value: `${fixed(share * 100, 3)} %`, target: `<= ${max * 100} %`, met: share <= max };
+  const share = (retries: number, attempts: number): number => (attempts > 0 ? retries / attempts : Number.NaN);
+  const total = library ? share(library.retries, library.granted + library.busy) : Number.NaN;
+  const perRound = spreadOf(library?.rounds.map((r) => share(r.retries, r.granted + r.busy)) ?? []);
+  return {
+    label,
+    value: `${fixed(total * 100, 3)} %`,
+    target: `<= ${max * 100} %`,
+    met: total <= max,
+    detail: `rounds ${range({ ...perRound, min: perRound.min * 100, max: perRound.max * 100 }, 3)} %`,
+  };
 }
 
-/** The issue's targets, evaluated on the measurements. */
+/** The issue's targets, evaluated on the measurements: ratios on the median of their per-round values. */
 export function evaluateTargets(measurements: readonly Measurement[]): TargetResult[] {
   const library = (w: string): Measurement | undefined => find(measurements, w, 'library');
   return [
@@ -70,27 +117,48 @@ export function informativeRatios(measurements: readonly Measurement[]): string[
     for (const id of ['floor-sync', 'floor-async', 'advisory', 'seed'] as const) {
       const other = find(measurements, workload, id);
       if (!library || !other) continue;
-      const value = ratesOf(library).acquisitionsPerSecond / ratesOf(other).acquisitionsPerSecond;
-      lines.push(`${workload} library / ${other.contender}: ${fixed(value, 3)} x`);
+      const { aggregate, perRound } = ratioOf(library, other);
+      lines.push(
+        `${workload} library / ${other.contender}: ${fixed(aggregate, 3)} x ` +
+          `(rounds: median ${fixed(perRound.median, 3)}, ${range(perRound, 3)})`,
+      );
     }
   }
   return lines;
 }
 
+export function targetsHeader(plan: BenchPlan): string {
+  return (
+    `Targets (ratios judged on the median of the ${plan.rounds} per-round ratios, ` +
+    'retry shares on the totals over all rounds):'
+  );
+}
+
 export function formatTargets(results: readonly TargetResult[]): string {
   const width = Math.max(...results.map((r) => r.label.length));
+  const targetWidth = Math.max(...results.map((r) => r.target.length));
   return results
-    .map((r) => `${r.label.padEnd(width)}  ${r.value.padStart(10)}  (target ${r.target})  ${r.met ? 'PASS' : 'MISSED'}`)
+    .map(
+      (r) =>
+        `${r.label.padEnd(width)}  ${r.value.padStart(10)}  (target ${r.target})${' '.repeat(targetWidth - r.target.length)}` +
+        `  ${(r.met ? 'PASS' : 'MISSED').padEnd(6)}  ${r.detail}`,
+    )
     .join('\n');
 }
 
-export function formatMachine(machine: MachineInfo, workloads: readonly Workload[], seconds: number): string {
+const seconds = (value: number): string => `${Number(value.toFixed(3))} s`;
+
+export function formatMachine(machine: MachineInfo, workloads: readonly Workload[], plan: BenchPlan): string {
+  const hygiene = plan.checkpoints
+    ? 'VACUUM between slices, CHECKPOINT per round'
+    : 'VACUUM between slices (CHECKPOINT not permitted)';
   return [
     `CPU:        ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB RAM`,
     `Node:       ${machine.node}`,
     `PostgreSQL: ${machine.postgres} — ${machine.database}`,
     `Durability: ${machine.durability}`,
-    `Timing:     1 s warm-up + ${seconds} s measured per row; tables vacuumed between rows`,
+    `Timing:     ${plan.rounds} interleaved rounds per workload, order rotated each round; per round each contender ` +
+      `${plan.warmupMs} ms warm-up + ${seconds(plan.sliceSeconds)} measured (${seconds(plan.seconds)} per row); ${hygiene}`,
     ...workloads.map((w) => `${w.id}:         ${w.description}`),
   ].join('\n');
 }

@@ -1,5 +1,7 @@
 // `npm run bench`: nestjs-db-locks against PostgreSQL advisory locks, the durable floor and seed 000's algorithm,
-// in one run on one database. BENCH_SECONDS (default 5) per row; BENCH_STRICT=1 exits 1 when a target is missed.
+// in one run on one database. Each workload is measured in BENCH_ROUNDS (default 5) interleaved rounds; in each round
+// every contender runs BENCH_SECONDS / BENCH_ROUNDS seconds (BENCH_SECONDS default 5 per row), in an order that rotates
+// from round to round. BENCH_STRICT=1 exits 1 when a target is missed.
 import 'reflect-metadata';
 import { type BenchDatabase, openBenchDatabase } from './bench-database.js';
 import { advisoryContender } from './contenders/advisory.contender.js';
@@ -9,20 +11,37 @@ import { libraryContender } from './contenders/library.contender.js';
 import { seedContender } from './contenders/seed.contender.js';
 import { describeMachine } from './machine.js';
 import { measure } from './measure.js';
-import { evaluateTargets, formatMachine, formatTable, formatTargets, informativeRatios } from './report.js';
-import { type Measurement, ratesOf } from './stats.js';
-import { WORKLOADS } from './workloads.js';
+import {
+  type BenchPlan,
+  evaluateTargets,
+  formatMachine,
+  formatTable,
+  formatTargets,
+  informativeRatios,
+  targetsHeader,
+} from './report.js';
+import { combineRounds, type Measurement, ratesOf, type RoundSample, type Sample } from './stats.js';
+import { type Workload, WORKLOADS } from './workloads.js';
 
-const WARMUP_MS = 1000;
+/** Unmeasured start of every slice: fresh connections, prepared statements, JIT. */
+const WARMUP_MS = 300;
 
-function benchSeconds(): number {
-  const raw = process.env.BENCH_SECONDS ?? '5';
-  const seconds = Number(raw);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`BENCH_SECONDS must be a positive number (got ${raw})`);
-  return seconds;
+function positiveNumber(name: string, fallback: string, integer: boolean): number {
+  const raw = process.env[name] ?? fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'} (got ${raw})`);
+  }
+  return value;
 }
 
-/** Interleaved per workload (floors, library, advisory, seed) so that table bloat favours no one. */
+function benchPlan(): BenchPlan {
+  const seconds = positiveNumber('BENCH_SECONDS', '5', false);
+  const rounds = positiveNumber('BENCH_ROUNDS', '5', true);
+  return { seconds, rounds, sliceSeconds: seconds / rounds, warmupMs: WARMUP_MS, checkpoints: true };
+}
+
+/** The contenders, in their base order (floors, library, advisory, seed); each round rotates it by one. */
 function contendersFor(url: string): Contender[] {
   return [
     floorContender(url, false),
@@ -33,27 +52,54 @@ function contendersFor(url: string): Contender[] {
   ];
 }
 
-async function runAll(database: BenchDatabase, seconds: number): Promise<Measurement[]> {
-  const measurements: Measurement[] = [];
-  for (const workload of WORKLOADS) {
-    for (const contender of contendersFor(database.url)) {
-      await database.settle();
-      process.stderr.write(`${workload.id} ${contender.name} ... `);
-      const m = await measure(contender, workload, { warmupMs: WARMUP_MS, durationMs: seconds * 1000 });
-      process.stderr.write(`${ratesOf(m).acquisitionsPerSecond.toFixed(0)} acquisitions/s\n`);
-      measurements.push(m);
-    }
+/**
+ * One workload: before round 0, every contender runs once for the warm-up time only (unmeasured), so that the first
+ * measured slice pays no first-ever costs; then `rounds` rounds. Round k begins with a VACUUM and a CHECKPOINT and runs
+ * every contender for one slice (own session: warm-up, then measured window), starting with contender k mod n; the
+ * small tables are vacuumed between slices.
+ */
+async function runWorkload(database: BenchDatabase, workload: Workload, plan: BenchPlan): Promise<Measurement[]> {
+  const contenders = contendersFor(database.url);
+  const slices: (Sample & Pick<RoundSample, 'round' | 'position'>)[][] = contenders.map(() => []);
+  process.stderr.write(`${workload.id} priming ... `);
+  for (const contender of contenders) {
+    await database.vacuum();
+    await measure(contender, workload, { warmupMs: plan.warmupMs, durationMs: 0 });
   }
-  return measurements;
+  process.stderr.write('done\n');
+  for (let round = 0; round < plan.rounds; round++) {
+    await database.vacuum();
+    if (!(await database.checkpoint())) plan.checkpoints = false;
+    const progress: string[] = [];
+    for (let position = 0; position < contenders.length; position++) {
+      const index = (round + position) % contenders.length;
+      const contender = contenders[index];
+      if (!contender) continue;
+      if (position > 0) await database.vacuum();
+      const sample = await measure(contender, workload, {
+        warmupMs: plan.warmupMs,
+        durationMs: plan.sliceSeconds * 1000,
+      });
+      slices[index]?.push({ ...sample, round, position });
+      progress.push(`${contender.id} ${ratesOf(sample).acquisitionsPerSecond.toFixed(0)}/s`);
+    }
+    process.stderr.write(`${workload.id} round ${round + 1}/${plan.rounds}: ${progress.join(', ')}\n`);
+  }
+  return contenders.map((contender, index) =>
+    combineRounds({ contenderId: contender.id, contender: contender.name, workload: workload.id }, slices[index] ?? []),
+  );
 }
 
 async function main(): Promise<number> {
-  const seconds = benchSeconds();
+  const plan = benchPlan();
   const database = await openBenchDatabase();
   process.once('SIGINT', () => void database.dispose().finally(() => process.exit(130)));
   try {
     const machine = await describeMachine(database);
-    const measurements = await runAll(database, seconds);
+    const started = Date.now();
+    const measurements: Measurement[] = [];
+    for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
+    process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
     const targets = evaluateTargets(measurements);
     const missed = targets.filter((t) => !t.met);
     console.log(
@@ -61,14 +107,14 @@ async function main(): Promise<number> {
         '',
         'nestjs-db-locks benchmark (acquire + release)',
         '',
-        formatMachine(machine, WORKLOADS, seconds),
+        formatMachine(machine, WORKLOADS, plan),
         '',
         formatTable(measurements),
         '',
-        'Targets:',
+        targetsHeader(plan),
         formatTargets(targets),
         '',
-        'Other ratios (no target):',
+        'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
         ...informativeRatios(measurements),
         '',
         missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.map((t) => t.label).join('; ')}`,
