@@ -1,0 +1,79 @@
+import { Injectable, type LoggerService, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { IllegalMonitorStateError, LockModule, WithLocks } from 'nestjs-db-locks';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+let db: TestDatabase;
+
+@Injectable()
+class Ledger {
+  @WithLocks('LEDGER_WRITE', 'RATES_READ')
+  async post(): Promise<string> {
+    return 'posted';
+  }
+
+  @WithLocks('LEDGER_WRITE')
+  async postWhileReaped(): Promise<string> {
+    // Somebody frees our rows behind our back (an operator, or a reaper): the release will match nothing.
+    await db.query(`DELETE FROM locking WHERE lock_name = 'LEDGER'`);
+    return 'posted';
+  }
+}
+
+class CapturingLogger implements LoggerService {
+  readonly lines: string[] = [];
+  log(message: unknown): void {
+    this.lines.push(`log ${String(message)}`);
+  }
+  warn(message: unknown): void {
+    this.lines.push(`warn ${String(message)}`);
+  }
+  error(message: unknown): void {
+    this.lines.push(`error ${String(message)}`);
+  }
+}
+
+describe('discovery and release failures', () => {
+  const logger = new CapturingLogger();
+  let close: () => Promise<void>;
+  let ledger: Ledger;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // A row the CHECK constraint would refuse, as if an operator had dropped it: the lock can never be taken.
+    await db.query('ALTER TABLE locking_permissions DROP CONSTRAINT locking_permissions_permits_ck');
+    await db.query(`INSERT INTO locking_permissions VALUES ('RATES', 'R', 0)`);
+    @Module({
+      imports: [
+        TypeOrmModule.forRoot({ type: 'postgres', url: db.url }),
+        ScheduleModule.forRoot(),
+        LockModule.forRoot({ appId: 'ledger' }),
+      ],
+      providers: [Ledger],
+    })
+    class LedgerModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [LedgerModule] }).compile();
+    moduleRef.useLogger(logger);
+    const app = await moduleRef.init();
+    ledger = app.get(Ledger);
+    close = () => app.close();
+  });
+  afterAll(async () => {
+    await close();
+    await db.drop();
+  });
+
+  it('lists every decorated method with its locks, and warns about a lock that can never be taken', () => {
+    expect(logger.lines).toContain('log @WithLocks Ledger.post → LEDGER_WRITE, RATES_READ');
+    expect(logger.lines).toContain('log @WithLocks Ledger.postWhileReaped → LEDGER_WRITE');
+    expect(logger.lines.filter((l) => l.startsWith('warn') && l.includes('RATES (read)'))).toHaveLength(1);
+  });
+
+  it('surfaces a failed release: the caller gets the typed error, and it is logged', async () => {
+    const error = await ledger.postWhileReaped().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IllegalMonitorStateError);
+    expect(logger.lines.some((l) => l.startsWith('error') && l.includes('Ledger.postWhileReaped'))).toBe(true);
+  });
+});
