@@ -1,0 +1,61 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LockModule, type LockModuleOptions } from 'nestjs-db-locks';
+import { ActivityModule } from './activity/activity.module.js';
+import { SampleConfigModule } from './config/sample-config.module.js';
+import { SAMPLE_CONFIG, type SampleConfig } from './config/sample.config.js';
+import { ConsoleModule } from './console/console.module.js';
+import { SAMPLE_MIGRATIONS } from './database/sample.migrations.js';
+import { LoansModule } from './loans/loans.module.js';
+import { Ws1Module } from './ws1/ws1.module.js';
+import { Ws2Module } from './ws2/ws2.module.js';
+
+/** `LockModule`'s options for one instance of the sample. */
+export function lockOptionsOf(config: SampleConfig): LockModuleOptions {
+  return {
+    appId: config.appId,
+    defaultPermits: { read: config.defaultReadPermits, write: 1 },
+    permitsRefreshIntervalMs: config.permitsRefreshIntervalMs,
+    leaseMs: config.leaseMs,
+    reaperIntervalMs: config.reaperIntervalMs,
+  };
+}
+
+/**
+ * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002) and the lock console, on one shared
+ * PostgreSQL database. Wired the way a user wires the library: the application owns TypeORM and the scheduler,
+ * `LockModule` borrows both.
+ */
+@Module({})
+export class AppModule {
+  /** The module for `config` (`main.ts` builds it from the environment; the tests build their own). */
+  static forRoot(config: SampleConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        SampleConfigModule.forRoot(config),
+        TypeOrmModule.forRoot({
+          type: 'postgres',
+          url: config.databaseUrl,
+          autoLoadEntities: true,
+          migrations: SAMPLE_MIGRATIONS,
+          migrationsRun: true,
+          extra: { max: 10, application_name: `nestjs-db-locks-sample:${config.appId}` },
+        }),
+        // The jobs are @Cron / @Interval methods; turning their discovery off stops them (the tests run jobs on
+        // demand). LockModule's own tasks register with SchedulerRegistry directly and keep running.
+        ScheduleModule.forRoot({ cronJobs: config.schedule, intervals: config.schedule }),
+        LockModule.forRootAsync({
+          inject: [SAMPLE_CONFIG],
+          useFactory: (sample: SampleConfig) => lockOptionsOf(sample),
+        }),
+        ActivityModule,
+        Ws1Module,
+        Ws2Module,
+        LoansModule,
+        ConsoleModule,
+      ],
+    };
+  }
+}

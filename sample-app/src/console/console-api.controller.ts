@@ -1,0 +1,68 @@
+import { BadRequestException, Body, Controller, DefaultValuePipe, Get, HttpCode, ParseIntPipe, Post, Query } from '@nestjs/common';
+import { InvalidLockArgumentError, InvalidLockSpecError, LockService } from 'nestjs-db-locks';
+import type { ActivityEntry } from '../activity/activity.service.js';
+import { ActivityService } from '../activity/activity.service.js';
+import type { LockGrant, LockLogEntry } from '../locks/lock-api.adapter.js';
+import { type ConsoleState, ConsoleStateService, type PermitsView } from './console-state.service.js';
+import { parsePermitsInput } from './permits-input.util.js';
+
+/** The lock console's JSON API (documented in `sample-app/README.md`). */
+@Controller('api')
+export class ConsoleApiController {
+  constructor(
+    private readonly console: ConsoleStateService,
+    private readonly locks: LockService,
+    private readonly activity: ActivityService,
+  ) {}
+
+  /** Grants, permits, log, this instance's activity and counters: what the console page polls. */
+  @Get('state')
+  state(): Promise<ConsoleState> {
+    return this.console.state();
+  }
+
+  /** Every grant holding locks now, across all instances. */
+  @Get('grants')
+  grants(): Promise<LockGrant[]> {
+    return this.console.grants();
+  }
+
+  /** The newest lock log rows (`?limit=`, 1–500, default 50). */
+  @Get('log')
+  log(@Query('limit', new DefaultValuePipe(50), ParseIntPipe) limit: number): Promise<LockLogEntry[]> {
+    if (limit < 1 || limit > 500) throw new BadRequestException('limit must be from 1 to 500');
+    return this.console.log(limit);
+  }
+
+  /** The permits in force on this instance and the rows of `locking_permissions`. */
+  @Get('permits')
+  permits(): Promise<PermitsView> {
+    return this.console.permits();
+  }
+
+  /**
+   * Writes one permits row (`{ "name": "WS1", "mode": "read", "permits": 1 }`) or deletes it (`"permits": null`).
+   * Grants everywhere obey it at once; every instance's cache shows it within `permitsRefreshIntervalMs`.
+   */
+  @Post('permits')
+  @HttpCode(200)
+  async setPermits(@Body() body: unknown): Promise<PermitsView> {
+    const { name, mode, permits } = parsePermitsInput(body);
+    try {
+      await this.locks.setLockPermits(name, mode, permits);
+    } catch (error) {
+      if (error instanceof InvalidLockSpecError || error instanceof InvalidLockArgumentError) {
+        throw new BadRequestException(error.message);
+      }
+      throw error;
+    }
+    this.activity.record('permits', 'done', `${name} ${mode}: ${permits ?? 'default'}`);
+    return this.console.permits();
+  }
+
+  /** This instance's recent jobs and loan operations. */
+  @Get('activity')
+  recentActivity(): readonly ActivityEntry[] {
+    return this.activity.latest();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * The console page's only script (plain browser JavaScript, no build step): renders the state embedded in the page,
+ * then polls `GET /api/state` and re-renders; posts the permits form to `POST /api/permits` and the job buttons to
+ * `POST /ws1/rebuild` / `POST /ws2/rebuild`. It builds the DOM with `textContent`, never with HTML strings.
+ */
+export const CONSOLE_SCRIPT = String.raw`
+(function () {
+  'use strict';
+  var state = JSON.parse(document.getElementById('initial-state').textContent);
+  var byId = function (id) { return document.getElementById(id); };
+
+  function seconds(ms) {
+    if (ms === null || ms === undefined) return '\u2014';
+    var s = ms / 1000;
+    return (Math.abs(s) < 100 ? s.toFixed(1) : String(Math.round(s))) + ' s';
+  }
+  function clock(iso) {
+    if (!iso) return '\u2014';
+    var d = new Date(iso);
+    return d.toLocaleTimeString('en-GB', { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+  }
+  function row(cells, attrs) {
+    var tr = document.createElement('tr');
+    Object.keys(attrs || {}).forEach(function (key) { tr.setAttribute(key, attrs[key]); });
+    cells.forEach(function (cell) {
+      var td = document.createElement('td');
+      if (cell && typeof cell === 'object') { td.textContent = cell.text; td.className = cell.cls; }
+      else td.textContent = String(cell);
+      tr.appendChild(td);
+    });
+    return tr;
+  }
+  function fill(id, rows, emptyText, columns) {
+    if (rows.length === 0) {
+      var td = document.createElement('td');
+      td.colSpan = columns; td.className = 'empty'; td.textContent = emptyText;
+      var tr = document.createElement('tr'); tr.appendChild(td); rows = [tr];
+    }
+    byId(id).replaceChildren.apply(byId(id), rows);
+  }
+  function modeCell(mode) { return { text: mode, cls: 'mode-' + mode }; }
+  function locksText(locks) {
+    return locks.map(function (l) { return l.name + ' ' + (l.mode === 'write' ? 'W' : 'R'); }).join(', ');
+  }
+
+  function renderGrants(grants) {
+    var rows = [];
+    grants.forEach(function (g) {
+      g.locks.forEach(function (l) {
+        rows.push(row([l.name, modeCell(l.mode), g.appId, g.stamp, seconds(g.heldForMs), seconds(g.leaseLeftMs), g.fencingToken],
+          { 'data-lock': l.name + ':' + l.mode, 'data-app': g.appId }));
+      });
+    });
+    fill('grants-body', rows, 'No lock is held right now.', 7);
+    byId('grants-count').textContent = String(rows.length);
+  }
+  function renderPermits(view) {
+    var names = byId('lock-names');
+    names.replaceChildren.apply(names, view.names.map(function (p) {
+      var o = document.createElement('option'); o.value = p.name; return o;
+    }));
+    fill('permits-body', view.names.map(function (p) {
+      var expected = { read: p.rows.read === null ? view.defaults.read : p.rows.read,
+        write: p.rows.write === null ? view.defaults.write : p.rows.write };
+      var stale = expected.read !== p.inForce.read || expected.write !== p.inForce.write;
+      return row([p.name, p.inForce.read, p.inForce.write,
+        p.rows.read === null ? 'default' : p.rows.read, p.rows.write === null ? 'default' : p.rows.write,
+        stale ? { text: 'cache refresh pending', cls: 'pending' } : ''], { 'data-name': p.name });
+    }), 'No lock names yet.', 6);
+  }
+  function renderLog(log) {
+    fill('log-body', log.map(function (e) {
+      return row([e.stamp, e.appId, locksText(e.locks), { text: e.status, cls: 'status-' + e.status },
+        clock(e.acquiredAt), clock(e.businessDoneAt), clock(e.endedAt)], { 'data-stamp': String(e.stamp) });
+    }), 'The lock log is empty.', 7);
+  }
+  function renderActivity(entries) {
+    fill('activity-body', entries.map(function (a) {
+      return row([clock(a.at), a.what, { text: a.outcome, cls: 'outcome-' + a.outcome }, a.detail]);
+    }), 'Nothing yet.', 4);
+  }
+  function render(s) {
+    renderGrants(s.grants);
+    renderPermits(s.permits);
+    renderLog(s.log);
+    renderActivity(s.activity);
+    byId('stats').textContent = 'granted ' + s.stats.granted + ', busy ' + s.stats.busy + ', released ' + s.stats.released;
+    byId('updated').textContent = 'updated ' + clock(new Date().toISOString());
+  }
+  function setOnline(ok) { document.body.classList.toggle('offline', !ok); }
+
+  function poll() {
+    fetch('/api/state', { cache: 'no-store' })
+      .then(function (res) { if (!res.ok) throw new Error('HTTP ' + res.status); return res.json(); })
+      .then(function (s) { state = s; render(s); setOnline(true); })
+      .catch(function () { setOnline(false); })
+      .then(function () { setTimeout(poll, state.pollMs); });
+  }
+
+  function say(id, text, ok) { var el = byId(id); el.textContent = text; el.className = ok ? 'ok' : 'error'; }
+  function post(url, body) {
+    return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}) })
+      .then(function (res) { return res.json().then(function (json) { return { status: res.status, json: json }; }); });
+  }
+  function savePermits(permits) {
+    var name = byId('permits-name').value.trim();
+    var mode = byId('permits-mode').value;
+    say('permits-status', 'saving\u2026', true);
+    post('/api/permits', { name: name, mode: mode, permits: permits }).then(function (r) {
+      if (r.status !== 200) { say('permits-status', 'refused: ' + r.json.message, false); return; }
+      renderPermits(r.json);
+      say('permits-status', 'saved: ' + name + ' ' + mode + ' = ' + (permits === null ? 'default' : permits), true);
+    }, function (e) { say('permits-status', 'failed: ' + e.message, false); });
+  }
+  byId('permits-form').addEventListener('submit', function (event) {
+    event.preventDefault();
+    savePermits(Number(byId('permits-value').value));
+  });
+  byId('permits-reset').addEventListener('click', function () { savePermits(null); });
+  byId('permits-body').addEventListener('click', function (event) {
+    var tr = event.target.closest('tr[data-name]');
+    if (tr) byId('permits-name').value = tr.getAttribute('data-name');
+  });
+  document.querySelectorAll('button[data-job]').forEach(function (button) {
+    button.addEventListener('click', function () {
+      var job = button.getAttribute('data-job');
+      say('job-status', job + ': running\u2026', true);
+      post(button.getAttribute('data-url')).then(function (r) {
+        if (r.status === 200) say('job-status', job + ': done ' + JSON.stringify(r.json), true);
+        else say('job-status', job + ': HTTP ' + r.status + ' \u2014 ' + r.json.message, false);
+      }, function (e) { say('job-status', job + ': failed: ' + e.message, false); });
+    });
+  });
+
+  render(state);
+  setTimeout(poll, state.pollMs);
+})();
+`;

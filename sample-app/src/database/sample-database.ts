@@ -1,0 +1,91 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { startEmbeddedPostgres } from './embedded-postgres.js';
+
+/** The database the sample application runs on, and how to let go of it. */
+export interface SampleDatabase {
+  /** Connection URL handed to TypeORM (and to the cluster's children). */
+  readonly url: string;
+  /** Where it comes from, for the start-up banner. */
+  readonly source: string;
+  /** Anything done to the file system to make it work, for the start-up banner. */
+  readonly notes: readonly string[];
+  /** Stops the embedded server when this process started it; a no-op otherwise. */
+  stop(): Promise<void>;
+}
+
+/** Where `npm start` keeps its embedded cluster: git-ignored, reused across runs. */
+export const DEFAULT_DATA_DIR = resolve(process.cwd(), '.data', 'sample-pg');
+
+const USER_AND_PASSWORD = 'postgres:postgres';
+
+/**
+ * The sample's database: `DATABASE_URL` when set, otherwise embedded PostgreSQL with its data in `dataDir`.
+ * A server left running by a previous run that was killed (`kill -9` leaves PostgreSQL up) is reused, not fought.
+ */
+export async function openSampleDatabase(
+  env: NodeJS.ProcessEnv,
+  dataDir: string = env.SAMPLE_DATA_DIR ? resolve(env.SAMPLE_DATA_DIR) : DEFAULT_DATA_DIR,
+): Promise<SampleDatabase> {
+  if (env.DATABASE_URL) {
+    const { hostname, port, pathname } = new URL(env.DATABASE_URL);
+    return {
+      url: env.DATABASE_URL,
+      source: `DATABASE_URL (${hostname}:${port || 5432}${pathname})`,
+      notes: [],
+      stop: async () => undefined,
+    };
+  }
+  const notes = makeReachableByPostgresUser(dataDir).map((dir) => `added o+x (search only) to ${dir} for the postgres user`);
+  const orphan = runningServerPort(dataDir);
+  if (orphan !== undefined) {
+    return {
+      url: `postgres://${USER_AND_PASSWORD}@127.0.0.1:${orphan}/postgres`,
+      source: `embedded PostgreSQL left running by an earlier run (${dataDir}, port ${orphan})`,
+      notes,
+      stop: async () => undefined,
+    };
+  }
+  const server = await startEmbeddedPostgres({ dataDir, persistent: true });
+  return { url: server.url, source: `embedded PostgreSQL (${dataDir})`, notes, stop: server.stop };
+}
+
+/**
+ * As root, embedded PostgreSQL runs its binaries and keeps its data as the `postgres` user, which must be able to
+ * traverse every folder above the data directory (and above `node_modules`, which lives in the same checkout). A
+ * checkout in a private folder (mode 0700, e.g. from `mktemp -d`) gets the search bit (`o+x`) only: nobody gains
+ * the right to list or read anything.
+ * @returns the folders that were changed.
+ */
+function makeReachableByPostgresUser(dataDir: string): string[] {
+  mkdirSync(dirname(dataDir), { recursive: true });
+  if (process.getuid?.() !== 0) return [];
+  const changed: string[] = [];
+  for (let dir = dirname(dataDir); ; dir = dirname(dir)) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(dir, (mode & 0o7777) | 0o001);
+      changed.push(dir);
+    }
+    if (dirname(dir) === dir) return changed;
+  }
+}
+
+/**
+ * The port of a PostgreSQL server that is still running on `dataDir`, from its `postmaster.pid` (line 1: pid,
+ * line 4: port), or `undefined` when there is none (a stale file is left to `startEmbeddedPostgres`).
+ */
+function runningServerPort(dataDir: string): number | undefined {
+  const pidFile = resolve(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return undefined;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isSafeInteger(pid) || pid <= 0 || !Number.isSafeInteger(port) || port <= 0) return undefined;
+  try {
+    process.kill(pid, 0);
+    return port;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,141 @@
+import { ConflictException, Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource, type EntityManager } from 'typeorm';
+import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config.js';
+import { DebtEntity } from './debt.entity.js';
+import { InvestorAccountEntity } from './investor-account.entity.js';
+import { LoanBusinessRunner } from './loan-business.runner.js';
+import type { RepaymentInput, TransferInput } from './loan-input.util.js';
+import { LoanOperationEntity, type LoanOperationKind } from './loan-operation.entity.js';
+import { LoanEntity } from './loan.entity.js';
+import { splitProRata } from './pro-rata.util.js';
+
+/** A loan with its debts, as `GET /loans` shows it. */
+export interface LoanView {
+  readonly id: number;
+  readonly borrower: string;
+  readonly principalCents: number;
+  readonly outstandingCents: number;
+  readonly debts: ReadonlyArray<{ readonly id: number; readonly investor: string; readonly principalCents: number }>;
+  /** The books balance: the debts' principal adds up to what is outstanding. */
+  readonly balanced: boolean;
+}
+
+/**
+ * Seed 002's two businesses on a loan: a repayment (the borrower pays; every debt of the loan and its holder's
+ * account change) under the loan's **write** lock, and a debt transfer (an investor sells a debt) under its **read**
+ * lock. Transfers of one loan may run together; a repayment runs alone.
+ */
+@Injectable()
+export class LoansService {
+  constructor(
+    private readonly runner: LoanBusinessRunner,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(SAMPLE_CONFIG) private readonly config: SampleConfig,
+  ) {}
+
+  /** Every loan with its debts. */
+  async list(): Promise<LoanView[]> {
+    const loans = await this.dataSource.getRepository(LoanEntity).find({ order: { id: 'ASC' } });
+    const debts = await this.dataSource.getRepository(DebtEntity).find({ order: { id: 'ASC' } });
+    return loans.map((loan) => {
+      const own = debts.filter((debt) => debt.loanId === loan.id);
+      return {
+        ...loan,
+        debts: own.map(({ id, investor, principalCents }) => ({ id, investor, principalCents })),
+        balanced: own.reduce((sum, debt) => sum + debt.principalCents, 0) === loan.outstandingCents,
+      };
+    });
+  }
+
+  /** The newest operations of a loan. */
+  async operations(loanId: number, limit = 20): Promise<LoanOperationEntity[]> {
+    await this.assertLoan(loanId);
+    return this.dataSource.getRepository(LoanOperationEntity).find({ where: { loanId }, order: { id: 'DESC' }, take: limit });
+  }
+
+  /**
+   * The borrower repays `amountCents`, split over the loan's debts in proportion to their principal; each holder's
+   * account is credited. Reads the loan, waits for "the bank", then writes what it read minus the amount: correct
+   * only because the write lock keeps every other repayment and transfer of this loan out meanwhile.
+   */
+  async repay(loanId: number, { amountCents }: RepaymentInput): Promise<LoanOperationEntity> {
+    await this.assertLoan(loanId);
+    return this.runner.run(loanId, 'write', 'repayment', async (manager, stamp) => {
+      const startedAt = await databaseNow(manager);
+      const loan = await manager.findOneByOrFail(LoanEntity, { id: loanId });
+      if (amountCents > loan.outstandingCents) {
+        throw new ConflictException(`loan ${loanId} has ${loan.outstandingCents} cents outstanding, less than ${amountCents}`);
+      }
+      const debts = await manager.find(DebtEntity, { where: { loanId }, order: { id: 'ASC' } });
+      await sleep(this.config.repaymentMs); // the bank transfer of seed 002, slow on purpose
+      const parts = splitProRata(amountCents, debts.map((debt) => debt.principalCents));
+      for (const [index, debt] of debts.entries()) {
+        const part = parts[index] ?? 0;
+        if (part === 0) continue;
+        await manager.update(DebtEntity, { id: debt.id }, { principalCents: debt.principalCents - part });
+        await credit(manager, debt.investor, part);
+      }
+      await manager.update(LoanEntity, { id: loanId }, { outstandingCents: loan.outstandingCents - amountCents });
+      return record(manager, { loanId, kind: 'repayment', stamp, amountCents, debtId: null, startedAt }, this.config.appId);
+    });
+  }
+
+  /**
+   * An investor sells one debt of the loan to `to` for `priceCents`. Under the loan's read lock: no repayment can
+   * change the debt meanwhile, while other transfers of the same loan may run alongside (up to its read permits).
+   */
+  async transfer(loanId: number, { debtId, to, priceCents }: TransferInput): Promise<LoanOperationEntity> {
+    await this.assertLoan(loanId);
+    return this.runner.run(loanId, 'read', 'transfer', async (manager, stamp) => {
+      const startedAt = await databaseNow(manager);
+      const debt = await manager.findOneBy(DebtEntity, { id: debtId, loanId });
+      if (!debt) throw new NotFoundException(`loan ${loanId} has no debt ${debtId}`);
+      if (debt.investor === to) throw new ConflictException(`${to} already holds debt ${debtId}`);
+      if (!(await manager.existsBy(InvestorAccountEntity, { investor: to }))) throw new NotFoundException(`no investor ${to}`);
+      await sleep(this.config.transferMs); // the contract paperwork, slow on purpose
+      const sold = await manager.update(DebtEntity, { id: debtId, investor: debt.investor }, { investor: to });
+      if (sold.affected !== 1) throw new ConflictException(`debt ${debtId} was sold by another transfer meanwhile`);
+      const paid = await manager.query(
+        'UPDATE investor_accounts SET balance_cents = balance_cents - $2 WHERE investor = $1 AND balance_cents >= $2',
+        [to, priceCents],
+      );
+      if (affectedRows(paid) !== 1) throw new ConflictException(`${to} cannot pay ${priceCents} cents`);
+      await credit(manager, debt.investor, priceCents);
+      return record(manager, { loanId, kind: 'transfer', stamp, amountCents: priceCents, debtId, startedAt }, this.config.appId);
+    });
+  }
+
+  private async assertLoan(loanId: number): Promise<void> {
+    if (!(await this.dataSource.getRepository(LoanEntity).existsBy({ id: loanId }))) {
+      throw new NotFoundException(`no loan ${loanId}`);
+    }
+  }
+}
+
+/** The database clock now (not the transaction's start: `clock_timestamp()`). */
+async function databaseNow(manager: EntityManager): Promise<Date> {
+  const rows: Array<{ now: Date }> = await manager.query('SELECT clock_timestamp() AS now');
+  const now = rows[0]?.now;
+  if (!now) throw new Error('the database did not tell the time');
+  return now;
+}
+
+async function credit(manager: EntityManager, investor: string, cents: number): Promise<void> {
+  await manager.query('UPDATE investor_accounts SET balance_cents = balance_cents + $2 WHERE investor = $1', [investor, cents]);
+}
+
+/** `manager.query` of an UPDATE resolves to `[rows, affected]` with the `pg` driver. */
+function affectedRows(result: unknown): number {
+  return Array.isArray(result) && typeof result[1] === 'number' ? result[1] : 0;
+}
+
+async function record(
+  manager: EntityManager,
+  operation: { loanId: number; kind: LoanOperationKind; stamp: number; amountCents: number; debtId: number | null; startedAt: Date },
+  appId: string,
+): Promise<LoanOperationEntity> {
+  const finishedAt = await databaseNow(manager);
+  return manager.save(manager.create(LoanOperationEntity, { ...operation, appId, finishedAt }));
+}

@@ -1,0 +1,52 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module.js';
+import { sampleConfigFromEnv } from './config/sample.config.js';
+import { openSampleDatabase } from './database/sample-database.js';
+
+/**
+ * `npm start`: one instance of the sample on embedded PostgreSQL (or on `DATABASE_URL`), serving the lock console.
+ * Environment: `PORT` (3000), `HOST` (127.0.0.1), `APP_ID` (sample-1), `DATABASE_URL`, and the tuning variables of
+ * `sampleConfigFromEnv`.
+ */
+async function main(): Promise<void> {
+  const logger = new Logger('Sample');
+  const database = await openSampleDatabase(process.env);
+  const config = sampleConfigFromEnv(process.env, database.url);
+  const port = Number(process.env.PORT || 3000);
+  const host = process.env.HOST || '127.0.0.1';
+  const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
+  await app.listen(port, host);
+
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.log(`${signal}: closing ${config.appId} (its locks are released) and the database`);
+    await app.close();
+    await database.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', (signal) => void stop(signal));
+  process.once('SIGTERM', (signal) => void stop(signal));
+
+  for (const note of database.notes) logger.warn(note);
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  process.stdout.write(
+    [
+      '',
+      `  nestjs-db-locks sample · instance ${config.appId}${config.schedule ? '' : ' (jobs off)'}`,
+      `  database: ${database.source}`,
+      `  lock console: http://${shown}:${port}/`,
+      `  stop: Ctrl+C · three instances on one database: npm run start:cluster`,
+      '',
+      '',
+    ].join('\n'),
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`The sample did not start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
