@@ -19,6 +19,7 @@ export function lockOptionsOf(config: SampleConfig): LockModuleOptions {
     permitsRefreshIntervalMs: config.permitsRefreshIntervalMs,
     leaseMs: config.leaseMs,
     reaperIntervalMs: config.reaperIntervalMs,
+    maxHoldMs: config.maxHoldMs,
   };
 }
 

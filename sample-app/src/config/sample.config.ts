@@ -27,6 +27,11 @@ export interface SampleConfig {
   readonly leaseMs: number;
   /** `LockModule`'s `reaperIntervalMs`. */
   readonly reaperIntervalMs: number;
+  /**
+   * `LockModule`'s `maxHoldMs`: this instance's reaper also frees grants held longer than this, renewed or not
+   * (seed 002's job frees locks held for more than ten minutes); `0` = no limit.
+   */
+  readonly maxHoldMs: number;
   /** How often the console page polls `/api/state`. */
   readonly consolePollMs: number;
 }
@@ -43,6 +48,7 @@ export const DEFAULT_SAMPLE_CONFIG: Omit<SampleConfig, 'databaseUrl' | 'appId'> 
   permitsRefreshIntervalMs: 2000,
   leaseMs: 10000,
   reaperIntervalMs: 2000,
+  maxHoldMs: 60_000,
   consolePollMs: 1000,
 };
 
@@ -58,7 +64,8 @@ function intFromEnv(env: NodeJS.ProcessEnv, key: string, fallback: number): numb
 /**
  * The configuration of one instance from its environment: `APP_ID` (default `sample-1`), `SAMPLE_JOBS=off` to stop
  * the scheduled jobs and traffic, and the durations as `WS1_REBUILD_MS`, `WS2_REBUILD_MS`, `WS1_READ_HOLD_MS`,
- * `REPAYMENT_MS`, `TRANSFER_MS`, `DEFAULT_READ_PERMITS`, `PERMITS_REFRESH_MS`, `LEASE_MS`, `REAPER_INTERVAL_MS`.
+ * `REPAYMENT_MS`, `TRANSFER_MS`, `DEFAULT_READ_PERMITS`, `PERMITS_REFRESH_MS`, `LEASE_MS`, `REAPER_INTERVAL_MS`,
+ * `MAX_HOLD_MS`.
  */
 export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string): SampleConfig {
   const d = DEFAULT_SAMPLE_CONFIG;
@@ -75,6 +82,7 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string)
     permitsRefreshIntervalMs: intFromEnv(env, 'PERMITS_REFRESH_MS', d.permitsRefreshIntervalMs),
     leaseMs: intFromEnv(env, 'LEASE_MS', d.leaseMs),
     reaperIntervalMs: intFromEnv(env, 'REAPER_INTERVAL_MS', d.reaperIntervalMs),
+    maxHoldMs: intFromEnv(env, 'MAX_HOLD_MS', d.maxHoldMs),
     consolePollMs: d.consolePollMs,
   };
 }
