@@ -18,8 +18,8 @@ export const DEFAULT_PERMITS: LockPermits = { read: 1, write: 1 };
 /** @internal */
 export const DEFAULT_PERMITS_REFRESH_INTERVAL_MS = 30_000;
 
-/** Name of the permits refresh interval in `SchedulerRegistry`. @internal */
-export const PERMITS_REFRESH_TASK = 'nestjs-db-locks:permits-refresh';
+/** Prefix of the library's interval names in `SchedulerRegistry`. @internal */
+export const TASK_PREFIX = 'nestjs-db-locks';
 
 /** Injection token of the validated options with defaults applied. @internal */
 export const RESOLVED_LOCK_OPTIONS = 'nestjs-db-locks:resolved-options';

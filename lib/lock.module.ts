@@ -11,7 +11,10 @@ import {
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
 import { createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
+import { InstanceLock } from './services/instance-lock.service.js';
+import { LockLeases } from './services/lock-leases.service.js';
 import { LockPermitsCache } from './services/lock-permits-cache.service.js';
+import { LockReaper } from './services/lock-reaper.service.js';
 import { LockService } from './services/lock.service.js';
 import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
 
@@ -34,7 +37,16 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [resolvedOptionsProvider, LockPermitsCache, LockService, LockTasksRegistrar, LockExplorer],
+  providers: [
+    resolvedOptionsProvider,
+    LockPermitsCache,
+    LockLeases,
+    InstanceLock,
+    LockReaper,
+    LockService,
+    LockTasksRegistrar,
+    LockExplorer,
+  ],
   exports: [LockService],
 })
 export class LockModule extends ConfigurableModuleClass {

@@ -8,3 +8,5 @@ export { LockConfigurationError } from './lock-configuration.error.js';
 export { LockNotAcquiredError } from './lock-not-acquired.error.js';
 export { LockUpgradeError } from './lock-upgrade.error.js';
 export { LockModuleNotInitializedError } from './lock-module-not-initialized.error.js';
+export { LockLostError } from './lock-lost.error.js';
+export { AppIdInUseError } from './app-id-in-use.error.js';

@@ -2,3 +2,4 @@ export type { LockMode, LockSpec, LockRequest, LockPermits } from './lock-spec.i
 export type { LockModuleOptions, LockModuleExtras, LockRetryOptions } from './lock-module-options.interface.js';
 export type { LockStats } from './lock-stats.interface.js';
 export type { WithLocksOptions, LockUnavailableAction } from './with-locks-options.interface.js';
+export type { LockGrant, LockLogEntry, LockLogStatus } from './lock-grant.interface.js';

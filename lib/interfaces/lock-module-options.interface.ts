@@ -56,6 +56,43 @@ export interface LockModuleOptions {
    */
   retry?: LockRetryOptions;
   /**
+   * Lease of every grant: it expires at database time + `leaseMs` unless renewed. This process renews its grants
+   * every `renewIntervalMs` while it holds them; a grant whose holder died (or froze) past its lease is freed by the
+   * reaper of any instance.
+   * @default 30000
+   */
+  leaseMs?: number;
+  /**
+   * How often this process renews its leases (one statement for all of its grants).
+   * @default leaseMs / 3
+   */
+  renewIntervalMs?: number;
+  /**
+   * How often the reaper looks for stale grants; `0` disables it on this instance (keep it on somewhere).
+   * @default 10000
+   */
+  reaperIntervalMs?: number;
+  /**
+   * Also reap grants held longer than this, renewed or not; `0` = no limit.
+   * @default 0
+   */
+  maxHoldMs?: number;
+  /**
+   * Ended log rows (RELEASED, REAPED, RECOVERED) older than this are deleted by the reaper task; `0` keeps them.
+   * @default 604800000 (7 days)
+   */
+  logRetentionMs?: number;
+  /**
+   * Rows the reaper frees or prunes per statement.
+   * @default 100
+   */
+  reaperBatchSize?: number;
+  /**
+   * Names this process in the lock log and in `pg_stat_activity`.
+   * @default `${hostname}:${pid}`
+   */
+  instance?: string;
+  /**
    * Commit releases asynchronously (`synchronous_commit = off` for the release transaction only). A release then
    * costs no WAL flush; the lock is free for others at once. If the database server crashes within a fraction of a
    * second after a release that no later grant has flushed, that release is undone and the lock shows as held again

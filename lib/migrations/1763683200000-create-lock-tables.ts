@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from '../store/postgres-lock.sql.js';
+import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from '../store/postgres-lock.schema.sql.js';
 
 /**
  * Creates the lock engine's sequence, tables (`locking`, `locking_permissions`) and functions.

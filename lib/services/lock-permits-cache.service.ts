@@ -18,7 +18,7 @@ export class LockPermitsCache {
   private lastRefresh: Promise<boolean> = Promise.resolve(false);
 
   constructor(
-    @Inject(LockStore) private readonly store: LockStore,
+    @Inject(LockStore) private readonly store: Pick<LockStore, 'loadPermits'>,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 

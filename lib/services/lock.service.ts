@@ -1,13 +1,26 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { IllegalMonitorStateError } from '../errors/index.js';
-import type { LockMode, LockPermits, LockSpec, LockStats, WithLocksOptions } from '../interfaces/index.js';
+import type { EntityManager } from 'typeorm';
+import { IllegalMonitorStateError, InvalidLockArgumentError, LockLostError } from '../errors/index.js';
+import type {
+  LockGrant,
+  LockLogEntry,
+  LockMode,
+  LockPermits,
+  LockSpec,
+  LockStats,
+  WithLocksOptions,
+} from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import { assertLockMode, assertLockName, assertPermits, assertStamp } from '../utils/lock-validation.util.js';
 import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { InstanceLock } from './instance-lock.service.js';
+import { LockContext } from './lock-context.storage.js';
+import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
+import { LockReaper } from './lock-reaper.service.js';
 import { LockServiceHost } from './lock-service.host.js';
 import { runLocked, type LockedCall } from './locked-call.runner.js';
 
@@ -28,6 +41,9 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
     private readonly permitsCache: LockPermitsCache,
+    private readonly leases: LockLeases,
+    private readonly instanceLock: InstanceLock,
+    private readonly reaper: LockReaper,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
@@ -36,8 +52,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     return this.options.appId;
   }
 
-  /** Frees what this `appId` left behind in a previous life, then loads the permits cache. @internal */
+  /**
+   * Claims the `appId` (refusing to start next to a live twin), frees what it left behind in a previous life, then
+   * loads the permits cache. @internal
+   */
   async onModuleInit(): Promise<void> {
+    await this.instanceLock.claim();
     if (this.options.releaseOnStartup) {
       const freed = await this.releaseAllLocks();
       if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
@@ -62,8 +82,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   async tryLocks(locks: Iterable<LockSpec>): Promise<number> {
     const group = parseLockGroup(locks);
     const stamp = await this.store.tryAcquire(group);
-    if (stamp > 0) this.granted++;
-    else this.busy++;
+    if (stamp > 0) {
+      this.granted++;
+      this.leases.track(stamp);
+    } else {
+      this.busy++;
+    }
     return stamp;
   }
 
@@ -76,8 +100,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
     if (!(await this.store.release(stamp))) {
+      this.leases.lose(stamp, 'releaseLocks found it gone');
       throw new IllegalMonitorStateError(stamp, this.options.appId);
     }
+    this.leases.forget(stamp);
     this.released++;
   }
 
@@ -86,8 +112,78 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * module starts unless `releaseOnStartup` is false.
    * @returns the number of lock rows deleted.
    */
-  releaseAllLocks(): Promise<number> {
-    return this.store.releaseAll();
+  async releaseAllLocks(): Promise<number> {
+    const freed = await this.store.recover();
+    this.leases.loseAll('releaseAllLocks freed every lock of this app');
+    return freed;
+  }
+
+  /** Whether this process still holds `stamp`, as far as its lease renewals know. */
+  isHeld(stamp: number): boolean {
+    assertStamp(stamp);
+    return this.leases.isHeld(stamp);
+  }
+
+  /**
+   * An `AbortSignal` that fires (with a `LockLostError` as reason) when the grant is known to be lost: its lease
+   * expired and it was reaped, recovery freed it, or this instance lost its app id. Already aborted for a stamp this
+   * process does not hold.
+   */
+  getSignal(stamp: number): AbortSignal {
+    assertStamp(stamp);
+    return this.leases.signal(stamp);
+  }
+
+  /**
+   * The grant of the innermost `@WithLocks` method (or `withLocks` callback) of the current call chain: its stamp
+   * (for `markBusinessDone` and fencing) and its signal; `undefined` outside one.
+   */
+  currentLock(): { readonly stamp: number; readonly signal: AbortSignal } | undefined {
+    const stamp = LockContext.stamp(this);
+    return stamp === undefined ? undefined : { stamp, signal: this.leases.signal(stamp) };
+  }
+
+  /**
+   * Seed 002's "business done": call it inside your business transaction, with that transaction's `EntityManager`.
+   * It moves the grant's log row from ACQUIRED to BUSINESS_DONE only if the grant still exists and its lease has not
+   * expired (database clock); otherwise it throws `LockLostError`, so your transaction rolls back. Once it has run,
+   * the reaper cannot free the grant until your transaction ends.
+   * @throws LockLostError
+   */
+  async markBusinessDone(stamp: number, manager: EntityManager): Promise<void> {
+    assertStamp(stamp);
+    if (!(await this.store.markBusinessDone(stamp, manager))) {
+      this.leases.lose(stamp, 'markBusinessDone found it reaped, released or expired');
+      throw new LockLostError(stamp, 'the grant was reaped, released or its lease expired');
+    }
+  }
+
+  /**
+   * The fencing token of a grant, for guarding writes to stores outside this database: it is the stamp, which
+   * increases strictly with every grant (a database sequence), so every later write grant of any name carries a
+   * larger token, across restarts. A store that remembers the largest token it accepted refuses stale holders.
+   */
+  getFencingToken(stamp: number): number {
+    assertStamp(stamp);
+    return stamp;
+  }
+
+  /** Frees stale grants of any instance now (the reaper task does it on its interval); returns how many. */
+  reapStaleLocks(): Promise<number> {
+    return this.reaper.reapStale();
+  }
+
+  /** Every grant holding locks now, across all instances (for dashboards). */
+  getGrants(): Promise<LockGrant[]> {
+    return this.store.listGrants();
+  }
+
+  /** The newest lock log rows, newest first. */
+  getLog(limit = 50): Promise<LockLogEntry[]> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+      throw new InvalidLockArgumentError('limit', limit, 'an integer from 1 to 10000');
+    }
+    return this.store.listLog(limit);
   }
 
   /** Reloads the permits cache from `locking_permissions` now (it also refreshes on its interval). */

@@ -55,7 +55,7 @@ export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): P
 
   let result: unknown;
   try {
-    result = await LockContext.run(holder, nowHeld, () => {
+    result = await LockContext.run(holder, { held: nowHeld, stamp }, () => {
       const value = locked.call();
       return isObservable(value) ? value : Promise.resolve(value);
     });
@@ -83,7 +83,7 @@ function holdUntilSettled(
   stamp: number,
 ): Observable<unknown> {
   return new Observable((subscriber) => {
-    const subscription = LockContext.run(holder, held, () =>
+    const subscription = LockContext.run(holder, { held, stamp }, () =>
       source.subscribe({
         next: (value) => subscriber.next(value),
         error: (error: unknown) =>

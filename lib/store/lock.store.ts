@@ -1,4 +1,5 @@
-import type { LockRequest } from '../interfaces/index.js';
+import type { EntityManager } from 'typeorm';
+import type { LockGrant, LockLogEntry, LockRequest } from '../interfaces/index.js';
 
 /** One row of `locking_permissions`, in the library's vocabulary. @internal */
 export interface PermitsRow {
@@ -7,18 +8,43 @@ export interface PermitsRow {
   readonly permits: number;
 }
 
+/** A session kept open for the life of the instance (it holds the instance lock). @internal */
+export interface InstanceSession {
+  /** False once the connection broke: the instance lock is gone with it. */
+  readonly alive: boolean;
+  /** Closes the connection (which frees the instance lock). */
+  close(): void;
+}
+
 /**
  * The storage port of the lock engine, bound to one `appId`: each call is a short transaction of its own, never part
- * of a caller's transaction. `PostgresLockStore` is the implementation; the class doubles as the injection token.
+ * of a caller's transaction (except `markBusinessDone`, which is meant to be). `PostgresLockStore` implements it; the
+ * class doubles as the injection token.
  * @internal
  */
 export abstract class LockStore {
   /** Takes the whole group or nothing; returns the stamp, or 0 when some lock is not available. */
   abstract tryAcquire(group: readonly LockRequest[]): Promise<number>;
-  /** Deletes this app's rows of `stamp`; false when none matched. */
+  /** Deletes this app's rows of `stamp` and logs RELEASED; false when none matched. */
   abstract release(stamp: number): Promise<boolean>;
-  /** Deletes every row of this app; returns how many rows were deleted. */
-  abstract releaseAll(): Promise<number>;
+  /** Start-up recovery: frees every lock of this app, logs RECOVERED; returns the lock rows freed. */
+  abstract recover(): Promise<number>;
+  /** Extends the leases of `stamps`; returns those still held. */
+  abstract renew(stamps: readonly number[]): Promise<Set<number>>;
+  /** Frees one batch of stale grants (any app); returns their stamps. */
+  abstract reap(): Promise<number[]>;
+  /** Deletes one batch of old ended log rows; returns how many. */
+  abstract pruneLog(): Promise<number>;
+  /** ACQUIRED → BUSINESS_DONE inside the caller's transaction; false when the grant is gone or expired. */
+  abstract markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean>;
+  /** Opens the instance session and takes the instance lock on this app id; undefined when a live twin holds it. */
+  abstract claimAppId(): Promise<InstanceSession | undefined>;
+  /** Describes the session holding this app id's instance lock. */
+  abstract describeAppIdHolder(): Promise<string>;
+  /** The live grants of every app. */
+  abstract listGrants(): Promise<LockGrant[]>;
+  /** The newest log rows. */
+  abstract listLog(limit: number): Promise<LockLogEntry[]>;
   /** Reads every permits row. */
   abstract loadPermits(): Promise<PermitsRow[]>;
   /** Writes (or, with `null`, deletes) one permits row. */

@@ -1,19 +1,28 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool, QueryConfig, QueryResult, QueryResultRow } from 'pg';
-import type { DataSource } from 'typeorm';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import type { DataSource, EntityManager } from 'typeorm';
 import { LockConfigurationError } from '../errors/index.js';
-import type { LockRequest } from '../interfaces/index.js';
+import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import { LockStore, type PermitsRow } from './lock.store.js';
+import { LockStore, type InstanceSession, type PermitsRow } from './lock.store.js';
 import { isTransientDriverError, toLockError } from './pg-error.util.js';
+import * as SQL from './postgres-lock.queries.sql.js';
 import { RequestBatcher } from './request-batcher.util.js';
-import * as SQL from './postgres-lock.sql.js';
 
 const MODE_CODE = { read: 'R', write: 'W' } as const;
 
 /** Batches of one process in flight at once, and groups (or stamps) per batch. */
 const MAX_BATCHES_IN_FLIGHT = 2;
 const MAX_BATCH_SIZE = 32;
+
+interface LogRow {
+  stamp: string;
+  app_id: string;
+  instance: string;
+  lock_names: string[];
+  lock_modes: string[];
+  acquired: Date;
+}
 
 /**
  * `LockStore` over the application's TypeORM DataSource (PostgreSQL). The hot path goes straight to the DataSource's
@@ -69,11 +78,11 @@ export class PostgresLockStore extends LockStore {
       }
       ends.push(names.length);
     }
-    const { defaultPermits } = this.options;
+    const { appId, instance, defaultPermits, leaseMs } = this.options;
     const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
       name: 'nestjs_db_locks_try_acquire',
       text: SQL.TRY_ACQUIRE_GROUPS,
-      values: [this.options.appId, names, modes, ends, defaultPermits.read, defaultPermits.write],
+      values: [appId, instance, names, modes, ends, defaultPermits.read, defaultPermits.write, leaseMs],
     });
     return (result.rows[0]?.stamps ?? []).map(Number);
   }
@@ -89,12 +98,115 @@ export class PostgresLockStore extends LockStore {
     return stamps.map((stamp) => released.delete(stamp));
   }
 
-  async releaseAll(): Promise<number> {
-    const result = await this.run('releaseAllLocks', false, {
-      text: SQL.RELEASE_ALL_OF_APP,
+  async recover(): Promise<number> {
+    const result = await this.run<{ freed: number }>('releaseAllLocks', false, {
+      text: SQL.RECOVER_APP,
       values: [this.options.appId],
     });
+    return result.rows[0]?.freed ?? 0;
+  }
+
+  async renew(stamps: readonly number[]): Promise<Set<number>> {
+    const result = await this.run<{ renewed: string[] }>('renewLeases', false, {
+      name: 'nestjs_db_locks_renew',
+      text: SQL.RENEW_LEASES,
+      values: [this.options.appId, stamps, this.options.leaseMs],
+    });
+    return new Set((result.rows[0]?.renewed ?? []).map(Number));
+  }
+
+  async reap(): Promise<number[]> {
+    const result = await this.run<{ reaped: string[] }>('reapStaleLocks', false, {
+      text: SQL.REAP_STALE,
+      values: [this.options.reaperBatchSize, this.options.maxHoldMs],
+    });
+    return (result.rows[0]?.reaped ?? []).map(Number);
+  }
+
+  async pruneLog(): Promise<number> {
+    if (this.options.logRetentionMs === 0) return 0;
+    const result = await this.run('pruneLockLog', false, {
+      text: SQL.PRUNE_LOG,
+      values: [this.options.logRetentionMs, this.options.reaperBatchSize],
+    });
     return result.rowCount ?? 0;
+  }
+
+  async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
+    try {
+      // TypeORM returns [rows, affected] for an UPDATE on PostgreSQL.
+      const result: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, [stamp, this.options.appId]);
+      return Array.isArray(result) && result[1] === 1;
+    } catch (error) {
+      throw toLockError(error, 'markBusinessDone', false);
+    }
+  }
+
+  async claimAppId(): Promise<InstanceSession | undefined> {
+    let client: PoolClient;
+    try {
+      client = await this.pool().connect();
+    } catch (error) {
+      throw toLockError(error, 'claimAppId', false);
+    }
+    const session = { alive: true, close: () => undefined as void };
+    const onError = () => {
+      session.alive = false;
+    };
+    client.on('error', onError);
+    try {
+      await client.query(`SELECT set_config('application_name', $1, false)`, [
+        `nestjs-db-locks ${this.options.appId} ${this.options.instance}`.slice(0, 63),
+      ]);
+      const claimed = (await client.query<{ claimed: boolean }>(SQL.TRY_CLAIM_APP_ID, [this.options.appId])).rows[0];
+      if (!claimed?.claimed) {
+        client.release();
+        return undefined;
+      }
+    } catch (error) {
+      client.release(true);
+      throw toLockError(error, 'claimAppId', false);
+    }
+    session.close = () => {
+      session.alive = false;
+      client.off('error', onError);
+      client.release(true); // destroying the connection frees the instance lock
+    };
+    return session;
+  }
+
+  async describeAppIdHolder(): Promise<string> {
+    const result = await this.run<{ application_name: string; client_addr: string | null; pid: number }>(
+      'claimAppId',
+      false,
+      { text: SQL.SELECT_APP_ID_HOLDER, values: [this.options.appId] },
+    );
+    const row = result.rows[0];
+    return row ? `"${row.application_name}" from ${row.client_addr ?? 'a local socket'}, backend pid ${row.pid}` : 'gone by now';
+  }
+
+  async listGrants(): Promise<LockGrant[]> {
+    const result = await this.run<LogRow & { held_for_ms: number; lease_left_ms: number }>('getGrants', false, {
+      text: SQL.SELECT_GRANTS,
+    });
+    return result.rows.map((row) => ({
+      ...logFields(row),
+      heldForMs: row.held_for_ms,
+      leaseLeftMs: row.lease_left_ms,
+      fencingToken: Number(row.stamp),
+    }));
+  }
+
+  async listLog(limit: number): Promise<LockLogEntry[]> {
+    const result = await this.run<
+      LogRow & { status: LockLogStatus; business_done: Date | null; ended: Date | null }
+    >('getLog', false, { text: SQL.SELECT_LOG, values: [limit] });
+    return result.rows.map((row) => ({
+      ...logFields(row),
+      status: row.status,
+      businessDoneAt: row.business_done,
+      endedAt: row.ended,
+    }));
   }
 
   async loadPermits(): Promise<PermitsRow[]> {
@@ -121,16 +233,16 @@ export class PostgresLockStore extends LockStore {
     grants: boolean,
     query: QueryConfig,
   ): Promise<QueryResult<R>> {
+    const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.pool().query<R>(query);
       } catch (error) {
-        if (!isTransientDriverError(error) || attempt >= this.options.retry.maxAttempts) {
+        if (!isTransientDriverError(error) || attempt >= maxAttempts) {
           throw toLockError(error, operation, grants);
         }
         this.retryCount++;
-        const ceiling = Math.min(this.options.retry.maxDelayMs, this.options.retry.initialDelayMs * 2 ** (attempt - 1));
-        await sleep(Math.random() * ceiling);
+        await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
       }
     }
   }
@@ -142,4 +254,14 @@ export class PostgresLockStore extends LockStore {
     }
     return pool;
   }
+}
+
+function logFields(row: LogRow) {
+  return {
+    stamp: Number(row.stamp),
+    appId: row.app_id,
+    instance: row.instance,
+    locks: row.lock_names.map((name, i) => ({ name, mode: row.lock_modes[i] === 'W' ? ('write' as const) : ('read' as const) })),
+    acquiredAt: row.acquired,
+  };
 }

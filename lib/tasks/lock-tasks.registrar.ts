@@ -4,59 +4,97 @@ import {
   Logger,
   Optional,
   type OnApplicationBootstrap,
-  type OnApplicationShutdown,
+  type OnModuleDestroy,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { LockConfigurationError } from '../errors/index.js';
-import { PERMITS_REFRESH_TASK, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { RESOLVED_LOCK_OPTIONS, TASK_PREFIX } from '../lock.constants.js';
+import { InstanceLock } from '../services/instance-lock.service.js';
+import { LockLeases } from '../services/lock-leases.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
+import { LockReaper } from '../services/lock-reaper.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+
+interface Task {
+  readonly name: string;
+  readonly every: number;
+  readonly run: () => Promise<unknown>;
+}
 
 /**
  * Registers the library's periodic tasks with the application's `SchedulerRegistry` at bootstrap (their periods
- * come from the options, which decorators could not know) and removes them at shutdown.
+ * come from the options, which decorators could not know) and removes them at shutdown: the permits refresh, the
+ * lease renewal, and the reaper. Each task runs one at a time: a slow database never piles up overlapping runs.
  * @internal
  */
 @Injectable()
-export class LockTasksRegistrar implements OnApplicationBootstrap, OnApplicationShutdown {
+export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('LockModule');
-  private readonly taskName: string;
-  private refreshing = false;
+  private readonly tasks: Task[];
+  private readonly running = new Set<string>();
 
   constructor(
-    private readonly permitsCache: LockPermitsCache,
-    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    permitsCache: LockPermitsCache,
+    leases: LockLeases,
+    instanceLock: InstanceLock,
+    reaper: LockReaper,
+    @Inject(RESOLVED_LOCK_OPTIONS) options: ResolvedLockOptions,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {
-    this.taskName = `${PERMITS_REFRESH_TASK}:${options.appId}`;
+    const prefix = `${TASK_PREFIX}:${options.appId}`;
+    this.tasks = [
+      {
+        name: `${prefix}:permits-refresh`,
+        every: options.permitsRefreshIntervalMs,
+        run: async () => (await permitsCache.refresh()) && this.logger.log('Lock permits changed; cache swapped'),
+      },
+      {
+        name: `${prefix}:lease-renewal`,
+        every: options.renewIntervalMs,
+        run: async () => {
+          await instanceLock.ensure();
+          await leases.renew();
+        },
+      },
+      {
+        name: `${prefix}:reaper`,
+        every: options.reaperIntervalMs,
+        run: async () => {
+          await reaper.reapStale();
+          await reaper.pruneLog();
+        },
+      },
+    ].filter((task) => task.every > 0);
   }
 
   onApplicationBootstrap(): void {
-    const every = this.options.permitsRefreshIntervalMs;
-    if (every === 0) return;
+    if (this.tasks.length === 0) return;
     if (!this.registry) {
       throw new LockConfigurationError(
-        'LockModule refreshes permits with @nestjs/schedule: import ScheduleModule.forRoot() in your application ' +
-          'module, or set permitsRefreshIntervalMs: 0',
+        'LockModule runs its permits refresh, lease renewal and reaper with @nestjs/schedule: import ' +
+          'ScheduleModule.forRoot() in your application module',
       );
     }
-    this.registry.addInterval(this.taskName, setInterval(() => void this.refreshPermits(), every));
+    for (const task of this.tasks) {
+      this.registry.addInterval(task.name, setInterval(() => void this.runOnce(task), task.every));
+    }
   }
 
-  onApplicationShutdown(): void {
-    if (this.registry?.doesExist('interval', this.taskName)) this.registry.deleteInterval(this.taskName);
+  onModuleDestroy(): void {
+    for (const task of this.tasks) {
+      if (this.registry?.doesExist('interval', task.name)) this.registry.deleteInterval(task.name);
+    }
   }
 
-  /** One refresh at a time: a slow database must not pile up overlapping refreshes. */
-  private async refreshPermits(): Promise<void> {
-    if (this.refreshing) return;
-    this.refreshing = true;
+  private async runOnce(task: Task): Promise<void> {
+    if (this.running.has(task.name)) return;
+    this.running.add(task.name);
     try {
-      if (await this.permitsCache.refresh()) this.logger.log('Lock permits changed; cache swapped');
+      await task.run();
     } catch (error) {
-      this.logger.error(`Lock permits refresh failed: ${(error as Error).message}`);
+      this.logger.error(`${task.name} failed: ${(error as Error).message}`);
     } finally {
-      this.refreshing = false;
+      this.running.delete(task.name);
     }
   }
 }

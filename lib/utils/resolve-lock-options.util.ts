@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleOptions, LockPermits, LockRetryOptions } from '../interfaces/index.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
@@ -10,7 +11,17 @@ export interface ResolvedLockOptions {
   readonly releaseOnStartup: boolean;
   readonly retry: Required<LockRetryOptions>;
   readonly asyncRelease: boolean;
+  readonly leaseMs: number;
+  readonly renewIntervalMs: number;
+  readonly reaperIntervalMs: number;
+  readonly maxHoldMs: number;
+  readonly logRetentionMs: number;
+  readonly reaperBatchSize: number;
+  readonly instance: string;
 }
+
+/** Longest period a timer accepts. */
+const MAX_INTERVAL_MS = 2 ** 31 - 1;
 
 /** Validates the module options and applies defaults; throws `LockConfigurationError` naming the bad option. @internal */
 export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
@@ -25,6 +36,11 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     );
   }
   const retry = options.retry ?? {};
+  const leaseMs = integerOption('leaseMs', options.leaseMs, 30_000, 100, MAX_INTERVAL_MS);
+  const instance = options.instance ?? `${hostname()}:${process.pid}`;
+  if (typeof instance !== 'string' || instance.length < 1 || instance.length > 200) {
+    throw new LockConfigurationError(`LockModule option instance must be 1-200 characters (got ${String(instance)})`);
+  }
   return {
     appId,
     defaultPermits: {
@@ -36,7 +52,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
       options.permitsRefreshIntervalMs,
       DEFAULT_PERMITS_REFRESH_INTERVAL_MS,
       0,
-      2 ** 31 - 1,
+      MAX_INTERVAL_MS,
     ),
     releaseOnStartup: booleanOption('releaseOnStartup', options.releaseOnStartup, true),
     retry: {
@@ -45,6 +61,13 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
       maxDelayMs: integerOption('retry.maxDelayMs', retry.maxDelayMs, 100, 0, 60_000),
     },
     asyncRelease: booleanOption('asyncRelease', options.asyncRelease, true),
+    leaseMs,
+    renewIntervalMs: integerOption('renewIntervalMs', options.renewIntervalMs, Math.floor(leaseMs / 3), 10, leaseMs - 1),
+    reaperIntervalMs: integerOption('reaperIntervalMs', options.reaperIntervalMs, 10_000, 0, MAX_INTERVAL_MS),
+    maxHoldMs: integerOption('maxHoldMs', options.maxHoldMs, 0, 0, Number.MAX_SAFE_INTEGER),
+    logRetentionMs: integerOption('logRetentionMs', options.logRetentionMs, 7 * 24 * 3_600_000, 0, Number.MAX_SAFE_INTEGER),
+    reaperBatchSize: integerOption('reaperBatchSize', options.reaperBatchSize, 100, 1, 10_000),
+    instance,
   };
 }
 

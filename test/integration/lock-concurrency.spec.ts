@@ -1,4 +1,4 @@
-import { CREATE_LOCK_SCHEMA } from '../../lib/store/postgres-lock.sql.js';
+import { CREATE_LOCK_SCHEMA } from '../../lib/store/postgres-lock.schema.sql.js';
 import { runLockProperty, type PropertyRunOptions } from '../support/lock-property.harness.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 

@@ -1,28 +1,15 @@
 import { LockPermitsCache } from '../../lib/services/lock-permits-cache.service.js';
-import { LockStore, type PermitsRow } from '../../lib/store/lock.store.js';
+import type { LockStore, PermitsRow } from '../../lib/store/lock.store.js';
 import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 
-/** A store whose permits table is an array the test edits; only `loadPermits` is used by the cache. */
-class TablePermitsStore extends LockStore {
+/** A permits table the test edits; the cache only ever calls `loadPermits`. */
+class TablePermitsStore implements Pick<LockStore, 'loadPermits'> {
   rows: PermitsRow[] = [];
   loads = 0;
-  readonly retries = 0;
   async loadPermits(): Promise<PermitsRow[]> {
     this.loads++;
     await new Promise((resolve) => setTimeout(resolve, 1));
     return this.rows.map((row) => ({ ...row }));
-  }
-  tryAcquire(): Promise<number> {
-    throw new Error('not used');
-  }
-  release(): Promise<boolean> {
-    throw new Error('not used');
-  }
-  releaseAll(): Promise<number> {
-    throw new Error('not used');
-  }
-  savePermits(): Promise<void> {
-    throw new Error('not used');
   }
 }
 

@@ -1,0 +1,65 @@
+/**
+ * The statements of the running lock engine on PostgreSQL, parameterised. The schema and the functions they call are
+ * in `postgres-lock.schema.sql.ts`.
+ * @internal
+ */
+
+/** Namespace (first key) of the session advisory lock an instance holds on its `appId` while it lives. */
+export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
+
+/** $1 app id, $2 instance, $3 names, $4 modes ('R'/'W') of all groups in a row, $5 the (1-based, inclusive) end of
+ * each group in them, $6 default read permits, $7 default write permits, $8 lease (ms) → one stamp (or 0) per group. */
+export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6, $7, $8)
+  AS stamps`;
+
+/** $1 app id, $2 stamps, $3 async commit → the stamps that matched. */
+export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS released`;
+
+/** $1 app id, $2 stamps, $3 lease (ms) → the stamps still held, now renewed. */
+export const RENEW_LEASES = `SELECT locking_renew($1, $2::bigint[], $3) AS renewed`;
+
+/** $1 batch size, $2 max hold (ms, 0 = none) → the stamps reaped. */
+export const REAP_STALE = `SELECT locking_reap($1, $2) AS reaped`;
+
+/** $1 app id → lock rows freed; the app's live grants become RECOVERED. */
+export const RECOVER_APP = `SELECT locking_recover($1) AS freed`;
+
+/** $1 age (ms), $2 batch size: deletes ended log rows older than the age. */
+export const PRUNE_LOG = `DELETE FROM locking_log WHERE stamp IN (
+  SELECT stamp FROM locking_log WHERE ended < now() - $1 * interval '1 millisecond' LIMIT $2)`;
+
+/** $1 stamp, $2 app id: ACQUIRED → BUSINESS_DONE, only while the grant exists and its lease has not expired. Run
+ * inside the caller's transaction; clock_timestamp(), not now(): that transaction may have started long ago. */
+export const MARK_BUSINESS_DONE = `UPDATE locking_log
+  SET status = 'BUSINESS_DONE', business_done = clock_timestamp(), version = version + 1
+  WHERE stamp = $1 AND app_id = $2 AND status = 'ACQUIRED' AND lease_expires > clock_timestamp()
+    AND EXISTS (SELECT 1 FROM locking WHERE stamp = $1)`;
+
+/** The grants holding locks now, oldest first, with ages computed by the database. */
+export const SELECT_GRANTS = `SELECT stamp, app_id, instance, lock_names, lock_modes, acquired,
+    (extract(epoch FROM clock_timestamp() - acquired) * 1000)::float8 AS held_for_ms,
+    (extract(epoch FROM lease_expires - clock_timestamp()) * 1000)::float8 AS lease_left_ms
+  FROM locking_log WHERE status IN ('ACQUIRED', 'BUSINESS_DONE') ORDER BY stamp`;
+
+/** $1 limit: the newest log rows. */
+export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_modes, status, acquired, business_done, ended
+  FROM locking_log ORDER BY stamp DESC LIMIT $1`;
+
+/** $1 app id: the instance lock, held by the session for the life of the instance. */
+export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${INSTANCE_NAMESPACE}, hashtext($1)) AS claimed`;
+
+/** $1 app id: who holds the instance lock of an app id (for the error message). */
+export const SELECT_APP_ID_HOLDER = `SELECT a.application_name, a.client_addr::text AS client_addr, a.pid
+  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+  WHERE l.locktype = 'advisory' AND l.classid = ${INSTANCE_NAMESPACE}::oid::int8::oid
+    AND l.objid = hashtext($1)::oid AND l.granted LIMIT 1`;
+
+/** All permits rows. */
+export const SELECT_ALL_PERMITS = `SELECT lock_name, mode, permits FROM locking_permissions`;
+
+/** $1 name, $2 mode ('R'/'W'), $3 permits. */
+export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ($1, $2, $3)
+  ON CONFLICT (lock_name, mode) DO UPDATE SET permits = EXCLUDED.permits`;
+
+/** $1 name, $2 mode ('R'/'W'). */
+export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = $1 AND mode = $2`;

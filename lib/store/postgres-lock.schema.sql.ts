@@ -1,0 +1,200 @@
+/**
+ * The PostgreSQL schema of nestjs-db-locks: sequence, tables and the engine's functions, as run by the shipped
+ * migration. Statements of the running engine are in `postgres-lock.queries.sql.ts`.
+ * @internal
+ */
+
+/** Namespace (first key) of the transaction advisory locks taken by `locking_try_acquire`, one per lock name. */
+export const ADVISORY_NAMESPACE = 1_819_239_275; // 'lock' in ASCII
+
+/** Statuses of a grant that still holds its locks. */
+const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
+
+export const CREATE_LOCK_SCHEMA: readonly string[] = [
+  `CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE`,
+  `CREATE TABLE locking (
+     lock_name varchar(200) NOT NULL,
+     mode      char(1)      NOT NULL,
+     app_id    varchar(200) NOT NULL,
+     stamp     bigint       NOT NULL,
+     created   timestamptz  NOT NULL DEFAULT now(),
+     CONSTRAINT locking_pk PRIMARY KEY (lock_name, mode, stamp),
+     CONSTRAINT locking_mode_ck CHECK (mode IN ('R', 'W'))
+   )`,
+  // Rows churn (one insert and one delete per grant): vacuum on a count of dead rows, never on a share of a tiny table.
+  `ALTER TABLE locking SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000,
+     autovacuum_vacuum_cost_delay = 0)`,
+  `CREATE INDEX locking_stamp_idx ON locking (stamp)`,
+  // The lock log (seed 002): one row per grant, written in the same transaction as the state change it records.
+  `CREATE TABLE locking_log (
+     stamp         bigint         PRIMARY KEY,
+     app_id        varchar(200)   NOT NULL,
+     instance      varchar(200)   NOT NULL,
+     lock_names    varchar(200)[] NOT NULL,
+     lock_modes    char(1)[]      NOT NULL,
+     status        varchar(16)    NOT NULL,
+     acquired      timestamptz    NOT NULL DEFAULT now(),
+     lease_expires timestamptz    NOT NULL,
+     business_done timestamptz,
+     ended         timestamptz,
+     version       integer        NOT NULL DEFAULT 1,
+     CONSTRAINT locking_log_status_ck
+       CHECK (status IN ('ACQUIRED', 'BUSINESS_DONE', 'RELEASED', 'REAPED', 'RECOVERED'))
+   )`,
+  `ALTER TABLE locking_log SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_threshold = 1000,
+     autovacuum_vacuum_cost_delay = 0)`,
+  `CREATE INDEX locking_log_live_idx ON locking_log (lease_expires) WHERE status IN ${LIVE}`,
+  `CREATE INDEX locking_log_app_idx ON locking_log (app_id) WHERE status IN ${LIVE}`,
+  `CREATE INDEX locking_log_ended_idx ON locking_log (ended) WHERE ended IS NOT NULL`,
+  `CREATE TABLE locking_permissions (
+     lock_name varchar(200) NOT NULL,
+     mode      char(1)      NOT NULL,
+     permits   integer      NOT NULL,
+     CONSTRAINT locking_permissions_pk PRIMARY KEY (lock_name, mode),
+     CONSTRAINT locking_permissions_mode_ck CHECK (mode IN ('R', 'W')),
+     CONSTRAINT locking_permissions_permits_ck CHECK (permits >= 1)
+   )`,
+  // One call acquires a batch of groups (the concurrent tryLocks of one process; usually just one): one round trip,
+  // one commit. The batch's names are serialised with transaction advisory locks taken in sorted key order (no
+  // deadlock, no serialization failure). Each statement of a VOLATILE function takes a fresh READ COMMITTED snapshot,
+  // so the checks see every grant committed by the previous holder of an advisory lock (released only once its commit
+  // is visible), and each group also sees the rows inserted for the groups before it in the batch. Permits are read
+  // in the check, from committed rows, never from a client cache. Measured choices (README, "Design and
+  // performance"): queueing on a busy name beats answering 0 early, and the check is inline because PL/pgSQL caches
+  // its plan where a separate SQL function would be planned on every call.
+  `CREATE FUNCTION locking_try_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[],
+                                      p_group_ends integer[], p_default_read integer, p_default_write integer,
+                                      p_lease_ms integer)
+   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_key    integer;
+     v_from   integer := 1;
+     v_to     integer;
+     v_stamp  bigint;
+     v_stamps bigint[] := '{}';
+   BEGIN
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     IF cardinality(p_names) = 1 THEN
+       -- The most common call, one lock: no sort needed (a simple expression, no query).
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(p_names[1]));
+     ELSE
+       FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
+         PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
+       END LOOP;
+     END IF;
+     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
+     FOREACH v_to IN ARRAY p_group_ends LOOP
+       IF EXISTS (
+         SELECT 1
+         FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[]) AS r(name, mode)
+         LEFT JOIN locking_permissions p ON p.lock_name = r.name AND p.mode = r.mode
+         CROSS JOIN LATERAL (SELECT coalesce(p.permits,
+                               CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END) AS permits) AS lim
+         WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
+            OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
+                                      LIMIT lim.permits) AS held) >= lim.permits
+       ) THEN
+         v_stamps := v_stamps || 0::bigint;
+       ELSE
+         v_stamp := nextval('locking_stamp_seq');
+         INSERT INTO locking (lock_name, mode, app_id, stamp)
+           SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+         v_stamps := v_stamps || v_stamp;
+       END IF;
+       v_from := v_to + 1;
+     END LOOP;
+     RETURN v_stamps;
+   END
+   $fn$`,
+  // Releases a batch of stamps; returns those that matched a row of the app. The commit may skip waiting for the WAL
+  // flush: freeing a lock early can never break exclusion, and the next durable grant flushes it anyway.
+  // One indexed delete per stamp (measured faster than one `stamp = ANY($2)` delete for the usual single stamp); the
+  // log row turns RELEASED in the same transaction. The commit may skip waiting for the WAL flush: freeing a lock
+  // early can never break exclusion, and the next durable grant flushes it anyway.
+  `CREATE FUNCTION locking_release(p_app_id text, p_stamps bigint[], p_async boolean)
+   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_stamp    bigint;
+     v_released bigint[] := '{}';
+   BEGIN
+     IF p_async THEN
+       PERFORM set_config('synchronous_commit', 'off', true);
+     END IF;
+     FOREACH v_stamp IN ARRAY p_stamps LOOP
+       DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;
+       IF FOUND THEN
+         UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+          WHERE stamp = v_stamp AND status IN ${LIVE};
+         v_released := v_released || v_stamp;
+       END IF;
+     END LOOP;
+     RETURN v_released;
+   END
+   $fn$`,
+  // Extends the leases of an app's grants (one statement for all of them); returns the stamps still held.
+  `CREATE FUNCTION locking_renew(p_app_id text, p_stamps bigint[], p_lease_ms integer)
+   RETURNS bigint[] LANGUAGE sql VOLATILE AS $fn$
+     WITH renewed AS (
+       UPDATE locking_log SET lease_expires = now() + p_lease_ms * interval '1 millisecond', version = version + 1
+        WHERE stamp = ANY (p_stamps) AND app_id = p_app_id AND status IN ${LIVE}
+       RETURNING stamp)
+     SELECT coalesce(array_agg(stamp), '{}') FROM renewed
+   $fn$`,
+  // Frees a batch of stale grants: lease expired (or held longer than p_max_hold_ms when > 0). Safe on every node at
+  // once: candidates are locked with SKIP LOCKED (a grant whose holder is inside markBusinessDone's transaction is
+  // left to the next run) and moved to REAPED only if their version is unchanged (seed 002's optimistic update), so
+  // each grant gets exactly one terminal status. Returns the stamps reaped.
+  `CREATE FUNCTION locking_reap(p_batch integer, p_max_hold_ms bigint)
+   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_reaped bigint[];
+   BEGIN
+     WITH stale AS (
+       SELECT stamp, version FROM locking_log
+        WHERE status IN ${LIVE}
+          AND (lease_expires < now() OR (p_max_hold_ms > 0 AND acquired < now() - p_max_hold_ms * interval '1 millisecond'))
+        ORDER BY lease_expires
+        LIMIT p_batch
+        FOR UPDATE SKIP LOCKED),
+     reaped AS (
+       UPDATE locking_log l SET status = 'REAPED', ended = now(), version = l.version + 1
+         FROM stale s WHERE l.stamp = s.stamp AND l.version = s.version
+       RETURNING l.stamp)
+     SELECT coalesce(array_agg(stamp), '{}') INTO v_reaped FROM reaped;
+     DELETE FROM locking WHERE stamp = ANY (v_reaped);
+     RETURN v_reaped;
+   END
+   $fn$`,
+  // Start-up recovery (seed 000's releaseAllLocks): frees every lock of the app and marks its live grants RECOVERED.
+  `CREATE FUNCTION locking_recover(p_app_id text)
+   RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_rows integer;
+   BEGIN
+     UPDATE locking_log SET status = 'RECOVERED', ended = now(), version = version + 1
+      WHERE app_id = p_app_id AND status IN ${LIVE};
+     DELETE FROM locking WHERE app_id = p_app_id;
+     GET DIAGNOSTICS v_rows = ROW_COUNT;
+     RETURN v_rows;
+   END
+   $fn$`,
+];
+
+/** Drops everything `CREATE_LOCK_SCHEMA` created. */
+export const DROP_LOCK_SCHEMA: readonly string[] = [
+  `DROP FUNCTION IF EXISTS locking_recover(text)`,
+  `DROP FUNCTION IF EXISTS locking_reap(integer, bigint)`,
+  `DROP FUNCTION IF EXISTS locking_renew(text, bigint[], integer)`,
+  `DROP FUNCTION IF EXISTS locking_release(text, bigint[], boolean)`,
+  `DROP FUNCTION IF EXISTS locking_try_acquire(text, text, text[], text[], integer[], integer, integer, integer)`,
+  `DROP TABLE IF EXISTS locking_permissions`,
+  `DROP TABLE IF EXISTS locking_log`,
+  `DROP TABLE IF EXISTS locking`,
+  `DROP SEQUENCE IF EXISTS locking_stamp_seq`,
+];

@@ -1,0 +1,108 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { CHROMIUM_PATH, chromiumAvailable, type HeadlessChromium, launchChromium } from './support/chromium.js';
+import { call, type SampleInstance, startSampleInstance } from './support/sample-instance.js';
+
+/** Where the screenshot goes (git-ignored). */
+const ARTIFACTS = resolve(import.meta.dirname, '../../test-artifacts');
+const required = process.env.REQUIRE_BROWSER === '1';
+
+if (!chromiumAvailable) {
+  const message =
+    `\n${'!'.repeat(100)}\n  THE LOCK CONSOLE BROWSER TEST ${required ? 'FAILS' : 'IS SKIPPED'}: no Chromium at ${CHROMIUM_PATH}.\n` +
+    `  Install it with: apt-get update && apt-get install -y chromium   (or set CHROMIUM_PATH)\n${'!'.repeat(100)}\n`;
+  process.stderr.write(message);
+}
+
+(chromiumAvailable ? describe : describe.skip)('lock console in a real browser (headless Chromium)', () => {
+  let db: TestDatabase;
+  let app: SampleInstance;
+  let browser: HeadlessChromium;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ migrate: false });
+    app = await startSampleInstance(db.url, { appId: 'console-1', ws1RebuildMs: 2500, repaymentMs: 2500, transferMs: 2500 });
+    browser = await launchChromium();
+    page = await browser.context.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(message.text());
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await db?.drop();
+  });
+
+  it('loads the page with the current state', async () => {
+    await page.goto(`${app.baseUrl}/`);
+    expect(await page.title()).toBe('Lock console · console-1');
+    expect(await page.locator('#app-id').textContent()).toBe('console-1');
+    expect(await page.locator('#grants-body').textContent()).toContain('No lock is held right now.');
+    expect(await page.locator('#permits-body tr[data-name="WS1"] td').allTextContents()).toEqual(['WS1', '5', '1', 'default', 'default', '']);
+  });
+
+  it('shows a grant appear while a job runs, live, and the log entry after', async () => {
+    await page.getByRole('button', { name: 'Run WS1 rebuild now' }).click();
+    const ws1 = page.locator('#grants-body tr[data-lock="WS1:write"]');
+    await ws1.waitFor({ timeout: 3000 });
+    const cells = await ws1.locator('td').allTextContents();
+    expect(cells.slice(0, 3)).toEqual(['WS1', 'write', 'console-1']);
+    const stamp = cells[3];
+    expect(cells[5]).toMatch(/^\d+\.\d s$/); // lease left, from the database clock
+
+    // Two loans busy as well, so that the screenshot shows writers and readers of several names.
+    const repayment = call(`${app.baseUrl}/loans/1/repayments`, { amountCents: 12_345 });
+    const debt = (await call<Array<{ id: number; debts: Array<{ id: number; investor: string }> }>>(`${app.baseUrl}/loans`)).body[1]?.debts[0];
+    const transfer = call(`${app.baseUrl}/loans/2/transfers`, { debtId: debt?.id, to: debt?.investor === 'emil' ? 'chen' : 'emil', priceCents: 500 });
+    await page.locator('#grants-body tr[data-lock="loan:1:write"]').waitFor({ timeout: 3000 });
+    await page.locator('#grants-body tr[data-lock="loan:2:read"]').waitFor({ timeout: 3000 });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'console.png'), fullPage: true });
+    expect((await repayment).status).toBe(201);
+    expect((await transfer).status).toBe(201);
+
+    await page.locator('#job-status', { hasText: 'ws1-rebuild: done' }).waitFor({ timeout: 5000 });
+    await ws1.waitFor({ state: 'detached', timeout: 3000 });
+    const logged = page.locator(`#log-body tr[data-stamp="${stamp}"] td`);
+    await logged.nth(3).filter({ hasText: 'RELEASED' }).waitFor({ timeout: 3000 });
+    expect(await logged.nth(2).textContent()).toBe('WS1 W');
+  });
+
+  it('changes a permits row through the form and the button', async () => {
+    await page.locator('#permits-body tr[data-name="WS1"]').click(); // fills the name
+    expect(await page.locator('#permits-name').inputValue()).toBe('WS1');
+    await page.locator('#permits-mode').selectOption('read');
+    await page.locator('#permits-value').fill('2');
+    await page.getByRole('button', { name: 'Save permits' }).click();
+    await page.locator('#permits-status', { hasText: 'saved: WS1 read = 2' }).waitFor({ timeout: 3000 });
+    expect(await db.query('SELECT lock_name, mode, permits FROM locking_permissions')).toEqual([
+      { lock_name: 'WS1', mode: 'R', permits: 2 },
+    ]);
+    const row = page.locator('#permits-body tr[data-name="WS1"] td');
+    expect((await row.allTextContents()).slice(0, 5)).toEqual(['WS1', '2', '1', '2', 'default']);
+
+    await page.getByRole('button', { name: 'Use default' }).click();
+    await page.locator('#permits-status', { hasText: 'saved: WS1 read = default' }).waitFor({ timeout: 3000 });
+    expect(await db.query('SELECT * FROM locking_permissions')).toEqual([]);
+    await row.nth(3).filter({ hasText: 'default' }).waitFor({ timeout: 3000 });
+
+    await page.locator('#permits-value').fill('0');
+    await page.locator('#permits-value').evaluate((input, value) => input.setAttribute('min', value), '0'); // bypass the form check
+    await page.getByRole('button', { name: 'Save permits' }).click();
+    await page.locator('#permits-status.error', { hasText: 'refused' }).waitFor({ timeout: 3000 });
+  });
+
+  it('ran without a script error', () => {
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+(required && !chromiumAvailable ? it : it.skip)('has Chromium for the console test (REQUIRE_BROWSER=1)', () => {
+  throw new Error(`REQUIRE_BROWSER=1 but there is no Chromium at ${CHROMIUM_PATH}`);
+});
