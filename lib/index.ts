@@ -15,6 +15,9 @@ export type {
   LockStats,
   WithLocksOptions,
   LockUnavailableAction,
+  LockGrant,
+  LockLogEntry,
+  LockLogStatus,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity } from './entities/index.js';
 export { LOCK_MIGRATIONS, CreateLockTables1763683200000 } from './migrations/index.js';
@@ -30,4 +33,6 @@ export {
   LockNotAcquiredError,
   LockUpgradeError,
   LockModuleNotInitializedError,
+  LockLostError,
+  AppIdInUseError,
 } from './errors/index.js';

@@ -1,0 +1,198 @@
+import {
+  AppIdInUseError,
+  IllegalMonitorStateError,
+  LockLostError,
+  LockService,
+  WithLocks,
+} from 'nestjs-db-locks';
+import { Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DataSource } from 'typeorm';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { lockRows } from '../support/lock-rows.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+interface LogRow {
+  stamp: string;
+  app_id: string;
+  status: string;
+  lock_names: string[];
+  lock_modes: string[];
+  version: number;
+  lease_left_ms: number;
+  ended: Date | null;
+}
+
+let db: TestDatabase;
+
+function logRows(): Promise<LogRow[]> {
+  return db.query<LogRow>(`SELECT stamp, app_id, status, lock_names, lock_modes, version, ended,
+      (extract(epoch FROM lease_expires - now()) * 1000)::float8 AS lease_left_ms FROM locking_log ORDER BY stamp`);
+}
+
+async function until(predicate: () => Promise<boolean> | boolean, timeoutMs = 8000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(25);
+  }
+}
+
+@Injectable()
+class Payouts {
+  constructor(private readonly locks: LockService) {}
+
+  @WithLocks('PAYOUT_WRITE')
+  async current(): Promise<{ stamp: number; aborted: boolean } | undefined> {
+    const lock = this.locks.currentLock();
+    return lock && { stamp: lock.stamp, aborted: lock.signal.aborted };
+  }
+}
+
+describe('lock log, leases and the reaper', () => {
+  const apps: LockApp[] = [];
+  const start = async (...args: Parameters<typeof createLockApp>) => {
+    const app = await createLockApp(...args);
+    apps.push(app);
+    return app;
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await db.query('DELETE FROM locking');
+    await db.query('DELETE FROM locking_log');
+  });
+  afterAll(() => db.drop());
+
+  it('logs every grant in the same transaction: ACQUIRED with its group and lease, then RELEASED', async () => {
+    const app = await start(db.url, { appId: 'logger', leaseMs: 60_000 });
+    const other = await start(db.url, { appId: 'other' });
+    const stamp = await app.locks.tryLocks(['WS2_WRITE', 'WS1_READ']);
+    expect(await other.locks.tryLocks(['WS2_READ', 'FREE_WRITE'])).toBe(0); // a refused group leaves no log row
+    const [row] = await logRows();
+    expect(await logRows()).toHaveLength(1);
+    expect(row).toMatchObject({ stamp: String(stamp), app_id: 'logger', status: 'ACQUIRED', version: 1 });
+    expect(row!.lock_names).toEqual(['WS1', 'WS2']);
+    expect(row!.lock_modes).toEqual(['R', 'W']);
+    expect(row!.lease_left_ms).toBeGreaterThan(55_000);
+    expect(await app.locks.getGrants()).toMatchObject([
+      { stamp, appId: 'logger', fencingToken: stamp, locks: [{ name: 'WS1', mode: 'read' }, { name: 'WS2', mode: 'write' }] },
+    ]);
+    await app.locks.releaseLocks(stamp);
+    expect(await logRows()).toMatchObject([{ status: 'RELEASED', version: 2 }]);
+    expect((await logRows())[0]!.ended).not.toBeNull();
+    expect((await app.locks.getLog(5)).map((e) => e.status)).toEqual(['RELEASED']);
+  });
+
+  it('renews the leases of held grants, so a live holder is never reaped', async () => {
+    const holder = await start(db.url, { appId: 'holder', leaseMs: 600, renewIntervalMs: 100, reaperIntervalMs: 0 });
+    const reaper = await start(db.url, { appId: 'reaper', reaperIntervalMs: 100 });
+    const stamp = await holder.locks.tryLocks(['LIVE_WRITE']);
+    await sleep(1500); // 2.5 leases
+    expect(holder.locks.isHeld(stamp)).toBe(true);
+    expect(holder.locks.getSignal(stamp).aborted).toBe(false);
+    const [row] = await logRows();
+    expect(row!.status).toBe('ACQUIRED');
+    expect(row!.version).toBeGreaterThan(5); // renewed about every 100 ms
+    expect(await reaper.locks.tryLocks(['LIVE_WRITE'])).toBe(0);
+  });
+
+  it('tells the holder when its grant is reaped: signal aborted, isHeld false, release throws', async () => {
+    const holder = await start(db.url, { appId: 'frozen', leaseMs: 60_000, renewIntervalMs: 100, reaperIntervalMs: 0 });
+    const reaper = await start(db.url, { appId: 'reaper', reaperIntervalMs: 0 });
+    const stamp = await holder.locks.tryLocks(['COLD_WRITE']);
+    const signal = holder.locks.getSignal(stamp);
+    // As if the holder had been frozen past its lease: expire it in the database, then reap.
+    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    expect(await reaper.locks.reapStaleLocks()).toBe(1);
+    expect(await lockRows(db)).toEqual([]);
+    await until(() => signal.aborted);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    expect(holder.locks.isHeld(stamp)).toBe(false);
+    await expect(holder.locks.releaseLocks(stamp)).rejects.toThrow(IllegalMonitorStateError);
+    expect((await logRows())[0]).toMatchObject({ status: 'REAPED' });
+  });
+
+  it('markBusinessDone moves the log row inside the business transaction, and refuses a lost grant', async () => {
+    const app = await start(db.url, { appId: 'business', leaseMs: 60_000, reaperIntervalMs: 0 });
+    await db.query('CREATE TABLE IF NOT EXISTS payments (id serial PRIMARY KEY, note text)');
+    const dataSource = app.app.get(DataSource);
+    const stamp = await app.locks.tryLocks(['LOAN:1_WRITE']);
+    await dataSource.transaction(async (manager) => {
+      await manager.query(`INSERT INTO payments (note) VALUES ('kept')`);
+      await app.locks.markBusinessDone(stamp, manager);
+    });
+    expect((await logRows())[0]).toMatchObject({ status: 'BUSINESS_DONE', version: 2 });
+    await app.locks.releaseLocks(stamp);
+
+    const lost = await app.locks.tryLocks(['LOAN:1_WRITE']);
+    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second' WHERE stamp = $1`, [lost]);
+    const error = await dataSource
+      .transaction(async (manager) => {
+        await manager.query(`INSERT INTO payments (note) VALUES ('rolled back')`);
+        await app.locks.markBusinessDone(lost, manager);
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect(await db.query(`SELECT note FROM payments ORDER BY id`)).toEqual([{ note: 'kept' }]);
+    expect(app.locks.getSignal(lost).aborted).toBe(true);
+  });
+
+  it('gives each grant exactly one terminal status when several reapers race', async () => {
+    const holder = await start(db.url, { appId: 'doomed', leaseMs: 60_000, reaperIntervalMs: 0 });
+    const stamps = await Promise.all(Array.from({ length: 60 }, (_, i) => holder.locks.tryLocks([`R${i}_WRITE`])));
+    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    const reapers = await Promise.all(
+      [1, 2, 3, 4].map((i) => start(db.url, { appId: `reaper-${i}`, reaperIntervalMs: 0, reaperBatchSize: 7 })),
+    );
+    const counts = await Promise.all(reapers.map((r) => r.locks.reapStaleLocks()));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(60);
+    const rows = await logRows();
+    expect(rows.map((r) => Number(r.stamp)).sort((a, b) => a - b)).toEqual([...stamps].sort((a, b) => a - b));
+    expect(rows.every((r) => r.status === 'REAPED' && r.version === 2)).toBe(true);
+    expect(await lockRows(db)).toEqual([]);
+  });
+
+  it('reaps grants held past maxHoldMs even while renewed, and prunes old log rows', async () => {
+    const holder = await start(db.url, { appId: 'hog', leaseMs: 60_000, renewIntervalMs: 50, reaperIntervalMs: 0 });
+    const reaper = await start(db.url, {
+      appId: 'strict',
+      maxHoldMs: 300,
+      reaperIntervalMs: 100,
+      logRetentionMs: 500,
+    });
+    const stamp = await holder.locks.tryLocks(['HOG_WRITE']);
+    await until(async () => (await logRows())[0]?.status === 'REAPED');
+    await until(() => !holder.locks.isHeld(stamp));
+    await until(async () => (await logRows()).length === 0); // pruned once older than logRetentionMs
+    expect(await reaper.locks.tryLocks(['HOG_WRITE'])).toBeGreaterThan(0);
+  });
+
+  it('refuses to start a second live instance with the same appId, and starts once the first is gone', async () => {
+    const first = await start(db.url, { appId: 'twin' });
+    const stamp = await first.locks.tryLocks(['TWIN_WRITE']);
+    const error = await createLockApp(db.url, { appId: 'twin' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppIdInUseError);
+    expect((error as Error).message).toMatch(/nestjs-db-locks twin/);
+    // The twin's start-up recovery did not run: the first instance keeps its lock.
+    expect(await lockRows(db)).toHaveLength(1);
+    expect(first.locks.isHeld(stamp)).toBe(true);
+    await first.close();
+    apps.splice(apps.indexOf(first), 1);
+    const second = await start(db.url, { appId: 'twin' });
+    expect(await lockRows(db)).toEqual([]);
+    expect((await logRows())[0]).toMatchObject({ status: 'RECOVERED' });
+    expect(await second.locks.tryLocks(['TWIN_WRITE'])).toBeGreaterThan(stamp);
+  });
+
+  it('lets a @WithLocks method read its own grant and signal', async () => {
+    const app = await start(db.url, { appId: 'payouts' }, 4, [Payouts]);
+    const seen = await app.app.get(Payouts).current();
+    expect(seen).toEqual({ stamp: expect.any(Number), aborted: false });
+    expect(app.locks.currentLock()).toBeUndefined();
+    expect(await app.locks.getFencingToken(seen!.stamp)).toBe(seen!.stamp);
+  });
+});
