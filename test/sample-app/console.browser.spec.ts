@@ -29,9 +29,6 @@ if (!chromiumAvailable) {
     browser = await launchChromium();
     page = await browser.context.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(message.text());
-    });
   });
   afterAll(async () => {
     await browser?.close();

@@ -31,6 +31,8 @@ export interface ConsoleState {
   readonly appId: string;
   /** How often the page polls this. */
   readonly pollMs: number;
+  /** Whether this instance runs the scheduled jobs and the simulated traffic (`SAMPLE_JOBS=off` turns them off). */
+  readonly schedule: boolean;
   readonly grants: readonly LockGrant[];
   readonly permits: PermitsView;
   readonly log: readonly LockLogEntry[];
@@ -59,6 +61,7 @@ export class ConsoleStateService {
     return {
       appId: this.locks.appId,
       pollMs: this.config.consolePollMs,
+      schedule: this.config.schedule,
       grants,
       permits,
       log,

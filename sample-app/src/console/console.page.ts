@@ -35,6 +35,10 @@ const STYLE = `
   code { background: #f1f3f6; padding: 0 3px; }
 `;
 
+const SCHEDULE_HINT = `WS1 rebuilds under <code>WS1_WRITE</code> at :00/:15/:30/:45; WS2 under <code>WS2_WRITE</code> +
+  <code>WS1_READ</code> at :02/:22/:37/:52 (at :02 WS1 is still rebuilding: refused whole); every instance tries, one
+  wins, the others skip. Simulated readers of WS1 and loan customers keep the locks busy in between.`;
+
 /**
  * The lock console: a plain HTML page with the current state embedded (so the first paint needs no round trip) and
  * a small script that keeps it live. Every value from the database reaches the DOM through `textContent`.
@@ -48,6 +52,7 @@ export function renderConsolePage(state: ConsoleState): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Lock console · ${appId}</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body>
@@ -87,10 +92,8 @@ export function renderConsolePage(state: ConsoleState): string {
 
 <section>
   <h2>Jobs</h2>
-  <p class="hint">WS1 rebuilds under <code>WS1_WRITE</code> at :00/:15/:30/:45; WS2 under <code>WS2_WRITE</code> +
-  <code>WS1_READ</code> at :02/:22/:37/:52 (at :02 WS1 is still rebuilding: refused whole); every instance tries,
-  one wins. Readers:
-  <a href="/ws1/rates">/ws1/rates</a> (423 while WS1 rebuilds), <a href="/ws2/prices">/ws2/prices</a>,
+  <p class="hint">${state.schedule ? SCHEDULE_HINT : 'The scheduled jobs are off on this instance (SAMPLE_JOBS=off).'}
+  Readers: <a href="/ws1/rates">/ws1/rates</a> (423 while WS1 rebuilds), <a href="/ws2/prices">/ws2/prices</a>,
   loans: <a href="/loans">/loans</a>.</p>
   <div class="jobs">
     <button type="button" data-job="ws1-rebuild" data-url="/ws1/rebuild">Run WS1 rebuild now</button>
