@@ -1,0 +1,58 @@
+// A lock holder in a process of its own, for crash tests: it boots a Nest application context with LockModule (the
+// built package, as a user's process would), takes the locks in LOCKS, and reports on stdout as JSON lines. With
+// MODE=business it then opens a business transaction, inserts a row into `business`, reports `wrote`, and waits for
+// a `commit` line on stdin before calling markBusinessDone and committing.
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LockModule, LockService } from 'nestjs-db-locks';
+import { createInterface } from 'node:readline';
+import { DataSource } from 'typeorm';
+
+/** @param {Record<string, unknown>} event */
+const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
+const env = process.env;
+
+class HolderModule {}
+Module({
+  imports: [
+    TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 3 } }),
+    ScheduleModule.forRoot(),
+    LockModule.forRoot({
+      appId: env.APP_ID ?? 'holder',
+      leaseMs: Number(env.LEASE_MS ?? 30000),
+      renewIntervalMs: env.RENEW_MS ? Number(env.RENEW_MS) : undefined,
+      reaperIntervalMs: 0,
+    }),
+  ],
+})(HolderModule);
+
+const app = await NestFactory.createApplicationContext(HolderModule, { logger: ['error'] });
+const locks = app.get(LockService);
+const stamp = await locks.tryLocks(/** @type {never} */ ((env.LOCKS ?? 'HELD_WRITE').split(',')));
+report({ event: 'held', stamp });
+
+if (env.MODE === 'business') {
+  const dataSource = app.get(DataSource);
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  await runner.startTransaction();
+  await runner.query(`INSERT INTO business (writer, stamp) VALUES ($1, $2)`, [env.APP_ID, stamp]);
+  report({ event: 'wrote' });
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() !== 'commit') continue;
+    try {
+      await locks.markBusinessDone(stamp, runner.manager);
+      await runner.commitTransaction();
+      report({ event: 'committed' });
+    } catch (error) {
+      await runner.rollbackTransaction();
+      report({ event: 'lost', error: /** @type {Error} */ (error).name });
+    }
+    await runner.release();
+    await app.close();
+    process.exit(0);
+  }
+}
