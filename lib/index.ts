@@ -19,7 +19,7 @@ export type {
   LockLogEntry,
   LockLogStatus,
 } from './interfaces/index.js';
-export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity } from './entities/index.js';
+export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export { LOCK_MIGRATIONS, CreateLockTables1763683200000 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

@@ -1,6 +1,7 @@
 import {
   AppIdInUseError,
   IllegalMonitorStateError,
+  LockingLogEntity,
   LockLostError,
   LockService,
   WithLocks,
@@ -85,6 +86,9 @@ describe('lock log, leases and the reaper', () => {
     expect(await logRows()).toMatchObject([{ status: 'RELEASED', version: 2 }]);
     expect((await logRows())[0]!.ended).not.toBeNull();
     expect((await app.locks.getLog(5)).map((e) => e.status)).toEqual(['RELEASED']);
+    // The exported entity maps the table for reading with TypeORM.
+    const entries = await app.app.get(DataSource).getRepository(LockingLogEntity).find();
+    expect(entries).toMatchObject([{ stamp, appId: 'logger', lockNames: ['WS1', 'WS2'], lockModes: ['R', 'W'], status: 'RELEASED' }]);
   });
 
   it('renews the leases of held grants, so a live holder is never reaped', async () => {

@@ -1,0 +1,63 @@
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { LockLogStatus } from '../interfaces/index.js';
+
+/** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
+const bigintAsNumber = {
+  to: (value: number | undefined) => value,
+  from: (value: string | null) => (value === null ? null : Number(value)),
+};
+
+/**
+ * A row of `locking_log` (seed 002's lock log): one per grant, written in the same transaction as each state change.
+ * Statuses: ACQUIRED → BUSINESS_DONE → RELEASED, or → REAPED (lease expired, freed by a reaper), or → RECOVERED
+ * (freed at its instance's restart). Times are database time.
+ * @publicApi
+ */
+@Entity({ name: 'locking_log' })
+@Check('locking_log_status_ck', `status IN ('ACQUIRED', 'BUSINESS_DONE', 'RELEASED', 'REAPED', 'RECOVERED')`)
+@Index('locking_log_ended_idx', ['ended'])
+export class LockingLogEntity {
+  /** The grant's stamp (and fencing token). */
+  @PrimaryColumn({ name: 'stamp', type: 'bigint', transformer: bigintAsNumber })
+  stamp!: number;
+
+  /** The `appId` that took it. */
+  @Column({ name: 'app_id', type: 'varchar', length: 200 })
+  appId!: string;
+
+  /** The process that took it. */
+  @Column({ name: 'instance', type: 'varchar', length: 200 })
+  instance!: string;
+
+  /** Names of the group's locks. */
+  @Column({ name: 'lock_names', type: 'varchar', length: 200, array: true })
+  lockNames!: string[];
+
+  /** Modes of the group's locks, `'R'` or `'W'`, aligned with `lockNames`. */
+  @Column({ name: 'lock_modes', type: 'char', length: 1, array: true })
+  lockModes!: Array<'R' | 'W'>;
+
+  /** Where the grant is in its life. */
+  @Column({ name: 'status', type: 'varchar', length: 16 })
+  status!: LockLogStatus;
+
+  /** When it was granted. */
+  @Column({ name: 'acquired', type: 'timestamptz', default: () => 'now()' })
+  acquired!: Date;
+
+  /** When its lease expires unless renewed. */
+  @Column({ name: 'lease_expires', type: 'timestamptz' })
+  leaseExpires!: Date;
+
+  /** When `markBusinessDone` recorded the business step. */
+  @Column({ name: 'business_done', type: 'timestamptz', nullable: true })
+  businessDone!: Date | null;
+
+  /** When it was released, reaped or recovered. */
+  @Column({ name: 'ended', type: 'timestamptz', nullable: true })
+  ended!: Date | null;
+
+  /** Incremented by every update (optimistic concurrency, seed 002). */
+  @Column({ name: 'version', type: 'integer', default: 1 })
+  version!: number;
+}
