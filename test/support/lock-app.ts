@@ -20,7 +20,7 @@ export async function createLockApp(
 ): Promise<LockApp> {
   @Module({
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize } }),
+      TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, autoLoadEntities: true }),
       ScheduleModule.forRoot(),
       LockModule.forRoot(options),
     ],
