@@ -58,7 +58,7 @@ async function runCluster(): Promise<void> {
   const stop = async (signal: NodeJS.Signals): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    say(`${signal}: stopping the instances, then the database`);
+    say(`${signal}: stopping the instances${database.started ? ', then PostgreSQL' : ''}`);
     const exits = [...children.values()].map((child) => new Promise((resolve) => child.once('exit', resolve)));
     for (const child of children.values()) child.kill('SIGTERM');
     await Promise.all(exits);

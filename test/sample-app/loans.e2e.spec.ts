@@ -1,8 +1,7 @@
-import type { LockedResponseBody } from 'nestjs-db-locks';
+import type { LockedResponseBody, LockLogEntry } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoanOperationEntity } from '../../sample-app/src/loans/loan-operation.entity.js';
 import type { LoanView } from '../../sample-app/src/loans/loans.service.js';
-import type { LockLogEntry } from '../../sample-app/src/locks/lock-api.adapter.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { call, type SampleInstance, startSampleInstance } from './support/sample-instance.js';
 

@@ -1,8 +1,12 @@
 import { BadRequestException, Body, Controller, DefaultValuePipe, Get, HttpCode, ParseIntPipe, Post, Query } from '@nestjs/common';
-import { InvalidLockArgumentError, InvalidLockSpecError, LockService } from 'nestjs-db-locks';
-import type { ActivityEntry } from '../activity/activity.service.js';
-import { ActivityService } from '../activity/activity.service.js';
-import type { LockGrant, LockLogEntry } from '../locks/lock-api.adapter.js';
+import {
+  InvalidLockArgumentError,
+  InvalidLockSpecError,
+  type LockGrant,
+  type LockLogEntry,
+  LockService,
+} from 'nestjs-db-locks';
+import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
 import { type ConsoleState, ConsoleStateService, type PermitsView } from './console-state.service.js';
 import { parsePermitsInput } from './permits-input.util.js';
 

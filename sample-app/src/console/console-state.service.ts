@@ -1,11 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { LockingPermissionEntity, LockService, type LockPermits, type LockStats } from 'nestjs-db-locks';
+import {
+  type LockGrant,
+  LockingPermissionEntity,
+  type LockLogEntry,
+  type LockPermits,
+  LockService,
+  type LockStats,
+} from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
 import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config.js';
 import { LoanEntity } from '../loans/loan.entity.js';
-import type { LockGrant, LockLogEntry } from '../locks/lock-api.adapter.js';
 
 /** The permits of one lock name, as the console shows them. */
 export interface PermitsLine {

@@ -10,6 +10,8 @@ export interface SampleDatabase {
   readonly source: string;
   /** Anything done to the file system to make it work, for the start-up banner. */
   readonly notes: readonly string[];
+  /** Whether this process started the server (and `stop` stops it). */
+  readonly started: boolean;
   /** Stops the embedded server when this process started it; a no-op otherwise. */
   stop(): Promise<void>;
 }
@@ -33,6 +35,7 @@ export async function openSampleDatabase(
       url: env.DATABASE_URL,
       source: `DATABASE_URL (${hostname}:${port || 5432}${pathname})`,
       notes: [],
+      started: false,
       stop: async () => undefined,
     };
   }
@@ -43,11 +46,12 @@ export async function openSampleDatabase(
       url: `postgres://${USER_AND_PASSWORD}@127.0.0.1:${orphan}/postgres`,
       source: `embedded PostgreSQL left running by an earlier run (${dataDir}, port ${orphan})`,
       notes,
+      started: false,
       stop: async () => undefined,
     };
   }
   const server = await startEmbeddedPostgres({ dataDir, persistent: true });
-  return { url: server.url, source: `embedded PostgreSQL (${dataDir})`, notes, stop: server.stop };
+  return { url: server.url, source: `embedded PostgreSQL (${dataDir})`, notes, started: true, stop: server.stop };
 }
 
 /**

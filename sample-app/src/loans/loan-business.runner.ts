@@ -1,7 +1,13 @@
 import { ConflictException, Injectable, Logger } from '@nestjs/common';
-import { IllegalMonitorStateError, LockNotAcquiredError, LockService, type LockMode, type LockRequest } from 'nestjs-db-locks';
+import {
+  IllegalMonitorStateError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockService,
+  type LockMode,
+  type LockRequest,
+} from 'nestjs-db-locks';
 import { DataSource, type EntityManager } from 'typeorm';
-import { isLockLostError } from '../locks/lock-api.adapter.js';
 
 /** The lock of one loan: `loan:<id>`, the resource X of seed 002. */
 export function loanLock(loanId: number, mode: LockMode): LockRequest {
@@ -48,7 +54,7 @@ export class LoanBusinessRunner {
         return result;
       });
     } catch (error) {
-      if (!isLockLostError(error)) throw error;
+      if (!(error instanceof LockLostError)) throw error;
       lost = true;
       throw new ConflictException(`the ${operation} on loan ${loanId} lost its lock (stamp ${stamp}) and was rolled back`);
     } finally {
