@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const stop = async (signal: NodeJS.Signals): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    logger.log(`${signal}: closing ${config.appId} (its locks are released)${database.started ? ', then PostgreSQL' : ''}`);
+    logger.log(`${signal}: closing ${config.appId}${database.started ? ', then PostgreSQL' : ''}`);
     await app.close();
     await database.stop();
     process.exit(0);
