@@ -18,6 +18,7 @@ export type {
   LockGrant,
   LockLogEntry,
   LockLogStatus,
+  TryLocksOptions,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export { LOCK_MIGRATIONS, CreateLockTables1763683200000 } from './migrations/index.js';
@@ -35,4 +36,5 @@ export {
   LockModuleNotInitializedError,
   LockLostError,
   AppIdInUseError,
+  LockWaitAbortedError,
 } from './errors/index.js';

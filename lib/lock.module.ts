@@ -14,6 +14,7 @@ import { createLockStoreProvider, resolvedOptionsProvider } from './lock.provide
 import { InstanceLock } from './services/instance-lock.service.js';
 import { LockLeases } from './services/lock-leases.service.js';
 import { LockPermitsCache } from './services/lock-permits-cache.service.js';
+import { LockNotifications } from './services/lock-notifications.service.js';
 import { LockReaper } from './services/lock-reaper.service.js';
 import { LockService } from './services/lock.service.js';
 import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
@@ -43,6 +44,7 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
     LockLeases,
     InstanceLock,
     LockReaper,
+    LockNotifications,
     LockService,
     LockTasksRegistrar,
     LockExplorer,

@@ -10,3 +10,4 @@ export { LockUpgradeError } from './lock-upgrade.error.js';
 export { LockModuleNotInitializedError } from './lock-module-not-initialized.error.js';
 export { LockLostError } from './lock-lost.error.js';
 export { AppIdInUseError } from './app-id-in-use.error.js';
+export { LockWaitAbortedError } from './lock-wait-aborted.error.js';

@@ -3,3 +3,4 @@ export type { LockModuleOptions, LockModuleExtras, LockRetryOptions } from './lo
 export type { LockStats } from './lock-stats.interface.js';
 export type { WithLocksOptions, LockUnavailableAction } from './with-locks-options.interface.js';
 export type { LockGrant, LockLogEntry, LockLogStatus } from './lock-grant.interface.js';
+export type { TryLocksOptions } from './try-locks-options.interface.js';

@@ -88,6 +88,12 @@ export interface LockModuleOptions {
    */
   reaperBatchSize?: number;
   /**
+   * While waiting (`waitMs`), re-check the group at least this often even without a notification, so that a lost
+   * notification or a dropped listening connection never strands a waiter.
+   * @default 1000
+   */
+  waitRecheckMs?: number;
+  /**
    * Names this process in the lock log and in `pg_stat_activity`.
    * @default `${hostname}:${pid}`
    */

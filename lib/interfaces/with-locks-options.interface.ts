@@ -21,6 +21,11 @@ export interface WithLocksOptions {
    */
   onUnavailable?: LockUnavailableAction;
   /**
+   * Wait up to this many milliseconds for the group before giving up (see `TryLocksOptions.waitMs`).
+   * @default 0
+   */
+  waitMs?: number;
+  /**
    * Seconds after which a retry makes sense; sent as `Retry-After` with HTTP 423.
    * @default none (no header)
    */

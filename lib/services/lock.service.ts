@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { IllegalMonitorStateError, InvalidLockArgumentError, LockLostError } from '../errors/index.js';
+import {
+  IllegalMonitorStateError,
+  InvalidLockArgumentError,
+  LockLostError,
+  LockWaitAbortedError,
+} from '../errors/index.js';
 import type {
   LockGrant,
   LockLogEntry,
@@ -8,11 +13,18 @@ import type {
   LockPermits,
   LockSpec,
   LockStats,
+  TryLocksOptions,
   WithLocksOptions,
 } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
-import { assertLockMode, assertLockName, assertPermits, assertStamp } from '../utils/lock-validation.util.js';
+import {
+  assertLockMode,
+  assertLockName,
+  assertPermits,
+  assertStamp,
+  assertTryLocksOptions,
+} from '../utils/lock-validation.util.js';
 import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
@@ -20,7 +32,9 @@ import { InstanceLock } from './instance-lock.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
+import { LockNotifications } from './lock-notifications.service.js';
 import { LockReaper } from './lock-reaper.service.js';
+import { waitForGroup } from './lock-waiter.js';
 import { LockServiceHost } from './lock-service.host.js';
 import { runLocked, type LockedCall } from './locked-call.runner.js';
 
@@ -44,6 +58,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     private readonly leases: LockLeases,
     private readonly instanceLock: InstanceLock,
     private readonly reaper: LockReaper,
+    private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
@@ -72,16 +87,25 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Takes the whole group or nothing, without waiting.
+   * Takes the whole group or nothing; by default without waiting.
    * @param locks an array or Set of specs, e.g. `['WS2_WRITE', 'WS1_READ']`
+   * @param options `waitMs` to wait for the group up to a deadline (woken by the database's notifications), and a
+   *   `signal` to cancel the wait.
    * @returns the group's stamp (a positive integer, unique for the life of the tables), or `0` when some lock of the
    *   group is not available.
    * @throws InvalidLockSpecError before any database call, for a bad spec or group.
    * @throws LockStoreError when the database fails (transient failures are retried first).
+   * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
    */
-  async tryLocks(locks: Iterable<LockSpec>): Promise<number> {
+  async tryLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<number> {
     const group = parseLockGroup(locks);
-    const stamp = await this.store.tryAcquire(group);
+    const { waitMs = 0, signal } = assertTryLocksOptions(options);
+    if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
+    let stamp = await this.store.tryAcquire(group);
+    if (stamp === 0 && waitMs > 0) {
+      const context = { store: this.store, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
+      stamp = await waitForGroup(context, group, Date.now() + waitMs, signal);
+    }
     if (stamp > 0) {
       this.granted++;
       this.leases.track(stamp);

@@ -7,7 +7,7 @@ import { LockContext } from './lock-context.storage.js';
 
 /** What the runner needs from `LockService` (kept narrow to avoid a cycle). @internal */
 export interface LockHolder {
-  tryLocks(locks: Iterable<LockRequest>): Promise<number>;
+  tryLocks(locks: Iterable<LockRequest>, options?: { waitMs?: number }): Promise<number>;
   releaseLocks(stamp: number): Promise<void>;
 }
 
@@ -39,7 +39,7 @@ export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): P
   });
   if (needed.length === 0) return locked.call();
 
-  const stamp = await holder.tryLocks(needed);
+  const stamp = await holder.tryLocks(needed, { waitMs: locked.lock.waitMs ?? 0 });
   if (stamp === 0) {
     if (locked.onUnavailable === 'skip') {
       logger.log(`Skipped ${locked.target}: ${needed.map((l) => `${l.name}_${l.mode.toUpperCase()}`).join(', ')} held elsewhere`);

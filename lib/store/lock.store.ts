@@ -16,6 +16,19 @@ export interface InstanceSession {
   close(): void;
 }
 
+/** The listening session of this process (LISTEN on the lock channel). @internal */
+export interface LockListener {
+  /** Stops listening and closes the connection. */
+  close(): void;
+}
+
+/** What `listen` reports: the names freed by a release or reap, `'*'` for "anything may have changed", or a loss. */
+export interface ListenerCallbacks {
+  readonly freed: (names: readonly string[] | '*') => void;
+  /** The connection broke: notifications may have been missed. */
+  readonly lost: () => void;
+}
+
 /**
  * The storage port of the lock engine, bound to one `appId`: each call is a short transaction of its own, never part
  * of a caller's transaction (except `markBusinessDone`, which is meant to be). `PostgresLockStore` implements it; the
@@ -23,8 +36,17 @@ export interface InstanceSession {
  * @internal
  */
 export abstract class LockStore {
-  /** Takes the whole group or nothing; returns the stamp, or 0 when some lock is not available. */
-  abstract tryAcquire(group: readonly LockRequest[]): Promise<number>;
+  /**
+   * Takes the whole group or nothing; returns the stamp, or 0 when some lock is not available. `waiter` identifies
+   * a waiting caller (its own waiter rows do not make it yield).
+   */
+  abstract tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number>;
+  /** Registers (or refreshes) a waiter on the group's names for `ttlMs`. */
+  abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
+  /** Removes a waiter's rows. */
+  abstract unregisterWaiter(waiter: string): Promise<void>;
+  /** Opens the process's listening session. */
+  abstract listen(callbacks: ListenerCallbacks): Promise<LockListener>;
   /** Deletes this app's rows of `stamp` and logs RELEASED; false when none matched. */
   abstract release(stamp: number): Promise<boolean>;
   /** Start-up recovery: frees every lock of this app, logs RECOVERED; returns the lock rows freed. */

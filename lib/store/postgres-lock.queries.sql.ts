@@ -8,9 +8,18 @@
 export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
 
 /** $1 app id, $2 instance, $3 names, $4 modes ('R'/'W') of all groups in a row, $5 the (1-based, inclusive) end of
- * each group in them, $6 default read permits, $7 default write permits, $8 lease (ms) → one stamp (or 0) per group. */
-export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6, $7, $8)
-  AS stamps`;
+ * each group in them, $6 the waiter id of each group (null when not waiting), $7 default read permits, $8 default
+ * write permits, $9 lease (ms) → one stamp (or 0) per group. */
+export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6::text[],
+  $7, $8, $9) AS stamps`;
+
+/** $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows. */
+export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
+  SELECT n, $1, m, $2, now() + $5 * interval '1 millisecond' FROM unnest($3::text[], $4::text[]) AS t(n, m)
+  ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires`;
+
+/** $1 waiter: removes its rows (it got its group, gave up, or was aborted). */
+export const UNREGISTER_WAITER = `DELETE FROM locking_waiters WHERE waiter = $1`;
 
 /** $1 app id, $2 stamps, $3 async commit → the stamps that matched. */
 export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS released`;

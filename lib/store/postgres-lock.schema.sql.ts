@@ -7,6 +7,9 @@
 /** Namespace (first key) of the transaction advisory locks taken by `locking_try_acquire`, one per lock name. */
 export const ADVISORY_NAMESPACE = 1_819_239_275; // 'lock' in ASCII
 
+/** The LISTEN/NOTIFY channel on which freed lock names are announced. */
+export const NOTIFY_CHANNEL = 'nestjs_db_locks';
+
 /** Statuses of a grant that still holds its locks. */
 const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
 
@@ -54,6 +57,36 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      CONSTRAINT locking_permissions_mode_ck CHECK (mode IN ('R', 'W')),
      CONSTRAINT locking_permissions_permits_ck CHECK (permits >= 1)
    )`,
+  // Waiters (tryLocks with waitMs): a row per (name, waiter) while it waits, refreshed, expiring on its own if the
+  // waiter dies. A waiting writer's row makes new readers of the name yield (writer preference, no starvation), and
+  // a release notifies only names that have waiters (NOTIFY serialises committing transactions: pay it only then).
+  `CREATE TABLE locking_waiters (
+     lock_name varchar(200) NOT NULL,
+     waiter    varchar(64)  NOT NULL,
+     mode      char(1)      NOT NULL,
+     app_id    varchar(200) NOT NULL,
+     expires   timestamptz  NOT NULL,
+     CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
+   )`,
+  `CREATE INDEX locking_waiters_waiter_idx ON locking_waiters (waiter)`,
+  // Wakes the waiters whose names were freed (payload: the names, one per line; '*' = everyone).
+  `CREATE FUNCTION locking_notify_freed(p_names text[])
+   RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+   BEGIN
+     IF cardinality(p_names) > 0 AND EXISTS (SELECT 1 FROM locking_waiters WHERE lock_name = ANY (p_names)) THEN
+       PERFORM pg_notify('${NOTIFY_CHANNEL}',
+         CASE WHEN octet_length(array_to_string(p_names, E'\\n')) > 7000 THEN '*' ELSE array_to_string(p_names, E'\\n') END);
+     END IF;
+   END
+   $fn$`,
+  `CREATE FUNCTION locking_permissions_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+   BEGIN
+     PERFORM pg_notify('${NOTIFY_CHANNEL}', '*');
+     RETURN NULL;
+   END
+   $fn$`,
+  `CREATE TRIGGER locking_permissions_notify AFTER INSERT OR UPDATE OR DELETE ON locking_permissions
+     FOR EACH STATEMENT EXECUTE FUNCTION locking_permissions_changed()`,
   // One call acquires a batch of groups (the concurrent tryLocks of one process; usually just one): one round trip,
   // one commit. The batch's names are serialised with transaction advisory locks taken in sorted key order (no
   // deadlock, no serialization failure). Each statement of a VOLATILE function takes a fresh READ COMMITTED snapshot,
@@ -63,8 +96,8 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
   // performance"): queueing on a busy name beats answering 0 early, and the check is inline because PL/pgSQL caches
   // its plan where a separate SQL function would be planned on every call.
   `CREATE FUNCTION locking_try_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[],
-                                      p_group_ends integer[], p_default_read integer, p_default_write integer,
-                                      p_lease_ms integer)
+                                      p_group_ends integer[], p_waiters text[], p_default_read integer,
+                                      p_default_write integer, p_lease_ms integer)
    RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_key    integer;
@@ -72,6 +105,8 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      v_to     integer;
      v_stamp  bigint;
      v_stamps bigint[] := '{}';
+     v_group  integer := 0;
+     v_waiter text;
    BEGIN
      IF current_setting('transaction_isolation') <> 'read committed' THEN
        RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
@@ -87,6 +122,8 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      END IF;
      -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
      FOREACH v_to IN ARRAY p_group_ends LOOP
+       v_group := v_group + 1;
+       v_waiter := p_waiters[v_group];
        IF EXISTS (
          SELECT 1
          FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[]) AS r(name, mode)
@@ -96,6 +133,9 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
          WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
             OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
                                       LIMIT lim.permits) AS held) >= lim.permits
+            -- Writer preference: a reader yields to a writer waiting for the name.
+            OR (r.mode = 'R' AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
+                                         AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter))
        ) THEN
          v_stamps := v_stamps || 0::bigint;
        ELSE
@@ -105,6 +145,9 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
          INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
            VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
                    now() + p_lease_ms * interval '1 millisecond');
+         IF v_waiter IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+         END IF;
          v_stamps := v_stamps || v_stamp;
        END IF;
        v_from := v_to + 1;
@@ -112,15 +155,15 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      RETURN v_stamps;
    END
    $fn$`,
-  // Releases a batch of stamps; returns those that matched a row of the app. The commit may skip waiting for the WAL
-  // flush: freeing a lock early can never break exclusion, and the next durable grant flushes it anyway.
-  // One indexed delete per stamp (measured faster than one `stamp = ANY($2)` delete for the usual single stamp); the
+  // Releases a batch of stamps; returns those that matched a row of the app. One indexed delete per stamp (measured faster than one `stamp = ANY($2)` delete for the usual single stamp); the
   // log row turns RELEASED in the same transaction. The commit may skip waiting for the WAL flush: freeing a lock
   // early can never break exclusion, and the next durable grant flushes it anyway.
   `CREATE FUNCTION locking_release(p_app_id text, p_stamps bigint[], p_async boolean)
    RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp    bigint;
+     v_names    text[];
+     v_freed    text[] := '{}';
      v_released bigint[] := '{}';
    BEGIN
      IF p_async THEN
@@ -130,10 +173,13 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
        DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;
        IF FOUND THEN
          UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
-          WHERE stamp = v_stamp AND status IN ${LIVE};
+          WHERE stamp = v_stamp AND status IN ${LIVE}
+          RETURNING lock_names INTO v_names;
+         v_freed := v_freed || v_names;
          v_released := v_released || v_stamp;
        END IF;
      END LOOP;
+     PERFORM locking_notify_freed(v_freed);
      RETURN v_released;
    END
    $fn$`,
@@ -154,6 +200,7 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
    RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_reaped bigint[];
+     v_freed  text[];
    BEGIN
      WITH stale AS (
        SELECT stamp, version FROM locking_log
@@ -167,7 +214,10 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
          FROM stale s WHERE l.stamp = s.stamp AND l.version = s.version
        RETURNING l.stamp)
      SELECT coalesce(array_agg(stamp), '{}') INTO v_reaped FROM reaped;
-     DELETE FROM locking WHERE stamp = ANY (v_reaped);
+     WITH freed AS (DELETE FROM locking WHERE stamp = ANY (v_reaped) RETURNING lock_name)
+     SELECT coalesce(array_agg(DISTINCT lock_name), '{}') INTO v_freed FROM freed;
+     PERFORM locking_notify_freed(v_freed);
+     DELETE FROM locking_waiters WHERE expires < now() - interval '1 minute';
      RETURN v_reaped;
    END
    $fn$`,
@@ -175,13 +225,15 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
   `CREATE FUNCTION locking_recover(p_app_id text)
    RETURNS integer LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
-     v_rows integer;
+     v_freed text[];
    BEGIN
      UPDATE locking_log SET status = 'RECOVERED', ended = now(), version = version + 1
       WHERE app_id = p_app_id AND status IN ${LIVE};
-     DELETE FROM locking WHERE app_id = p_app_id;
-     GET DIAGNOSTICS v_rows = ROW_COUNT;
-     RETURN v_rows;
+     DELETE FROM locking_waiters WHERE app_id = p_app_id;
+     WITH freed AS (DELETE FROM locking WHERE app_id = p_app_id RETURNING lock_name)
+     SELECT coalesce(array_agg(lock_name), '{}') INTO v_freed FROM freed;
+     PERFORM locking_notify_freed(v_freed);
+     RETURN cardinality(v_freed);
    END
    $fn$`,
 ];
@@ -192,7 +244,11 @@ export const DROP_LOCK_SCHEMA: readonly string[] = [
   `DROP FUNCTION IF EXISTS locking_reap(integer, bigint)`,
   `DROP FUNCTION IF EXISTS locking_renew(text, bigint[], integer)`,
   `DROP FUNCTION IF EXISTS locking_release(text, bigint[], boolean)`,
-  `DROP FUNCTION IF EXISTS locking_try_acquire(text, text, text[], text[], integer[], integer, integer, integer)`,
+  `DROP FUNCTION IF EXISTS locking_try_acquire(text, text, text[], text[], integer[], text[], integer, integer, integer)`,
+  `DROP TRIGGER IF EXISTS locking_permissions_notify ON locking_permissions`,
+  `DROP FUNCTION IF EXISTS locking_permissions_changed()`,
+  `DROP FUNCTION IF EXISTS locking_notify_freed(text[])`,
+  `DROP TABLE IF EXISTS locking_waiters`,
   `DROP TABLE IF EXISTS locking_permissions`,
   `DROP TABLE IF EXISTS locking_log`,
   `DROP TABLE IF EXISTS locking`,

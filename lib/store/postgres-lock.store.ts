@@ -4,9 +4,16 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import { LockStore, type InstanceSession, type PermitsRow } from './lock.store.js';
+import {
+  LockStore,
+  type InstanceSession,
+  type ListenerCallbacks,
+  type LockListener,
+  type PermitsRow,
+} from './lock.store.js';
 import { isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
+import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
 import { RequestBatcher } from './request-batcher.util.js';
 
 const MODE_CODE = { read: 'R', write: 'W' } as const;
@@ -14,6 +21,12 @@ const MODE_CODE = { read: 'R', write: 'W' } as const;
 /** Batches of one process in flight at once, and groups (or stamps) per batch. */
 const MAX_BATCHES_IN_FLIGHT = 2;
 const MAX_BATCH_SIZE = 32;
+
+/** One caller's group in an acquisition batch. */
+interface AcquireRequest {
+  readonly group: readonly LockRequest[];
+  readonly waiter?: string;
+}
 
 interface LogRow {
   stamp: string;
@@ -32,7 +45,7 @@ interface LogRow {
  */
 export class PostgresLockStore extends LockStore {
   private retryCount = 0;
-  private readonly acquisitions = new RequestBatcher<readonly LockRequest[], number>(
+  private readonly acquisitions = new RequestBatcher<AcquireRequest, number>(
     (groups) => this.acquireBatch(groups),
     MAX_BATCHES_IN_FLIGHT,
     MAX_BATCH_SIZE,
@@ -59,30 +72,80 @@ export class PostgresLockStore extends LockStore {
     return this.retryCount;
   }
 
-  tryAcquire(group: readonly LockRequest[]): Promise<number> {
-    return this.acquisitions.submit(group);
+  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+    return this.acquisitions.submit({ group, waiter });
+  }
+
+  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
+    await this.run('tryLocks', false, {
+      text: SQL.REGISTER_WAITER,
+      values: [waiter, this.options.appId, group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), ttlMs],
+    });
+  }
+
+  async unregisterWaiter(waiter: string): Promise<void> {
+    await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
+  }
+
+  async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
+    let client: PoolClient;
+    try {
+      client = await this.pool().connect();
+    } catch (error) {
+      throw toLockError(error, 'listen', false);
+    }
+    let open = true;
+    const onNotification = (message: { channel: string; payload?: string }) => {
+      if (message.channel !== NOTIFY_CHANNEL) return;
+      callbacks.freed(!message.payload || message.payload === '*' ? '*' : message.payload.split('\n'));
+    };
+    const onLost = () => {
+      if (!open) return;
+      close();
+      callbacks.lost();
+    };
+    const close = () => {
+      if (!open) return;
+      open = false;
+      client.off('notification', onNotification);
+      client.off('error', onLost);
+      client.off('end', onLost);
+      client.release(true); // never hand a LISTENing connection back to the pool
+    };
+    client.on('notification', onNotification);
+    client.on('error', onLost);
+    client.on('end', onLost);
+    try {
+      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    } catch (error) {
+      close();
+      throw toLockError(error, 'listen', false);
+    }
+    return { close: () => close() };
   }
 
   release(stamp: number): Promise<boolean> {
     return this.releases.submit(stamp);
   }
 
-  private async acquireBatch(groups: readonly (readonly LockRequest[])[]): Promise<number[]> {
+  private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
     const names: string[] = [];
     const modes: string[] = [];
     const ends: number[] = [];
-    for (const group of groups) {
+    const waiters: Array<string | null> = [];
+    for (const { group, waiter } of requests) {
       for (const request of group) {
         names.push(request.name);
         modes.push(MODE_CODE[request.mode]);
       }
       ends.push(names.length);
+      waiters.push(waiter ?? null);
     }
     const { appId, instance, defaultPermits, leaseMs } = this.options;
     const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
       name: 'nestjs_db_locks_try_acquire',
       text: SQL.TRY_ACQUIRE_GROUPS,
-      values: [appId, instance, names, modes, ends, defaultPermits.read, defaultPermits.write, leaseMs],
+      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
     });
     return (result.rows[0]?.stamps ?? []).map(Number);
   }

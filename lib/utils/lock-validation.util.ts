@@ -1,5 +1,5 @@
 import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
-import type { LockMode } from '../interfaces/index.js';
+import type { LockMode, TryLocksOptions } from '../interfaces/index.js';
 import { LOCK_NAME_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
 
 /** Throws `InvalidLockSpecError` unless `name` is a valid lock name. @internal */
@@ -28,4 +28,19 @@ export function assertPermits(permits: unknown, argument = 'permits'): asserts p
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
     throw new InvalidLockArgumentError(argument, permits, `an integer from 1 to ${MAX_PERMITS}`);
   }
+}
+
+/** Throws `InvalidLockArgumentError` unless `options` are valid `tryLocks` options. @internal */
+export function assertTryLocksOptions(options: unknown): TryLocksOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidLockArgumentError('options', options, 'an object { waitMs?, signal? }');
+  }
+  const { waitMs, signal } = options as TryLocksOptions;
+  if (waitMs !== undefined && (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1)) {
+    throw new InvalidLockArgumentError('waitMs', waitMs, 'an integer number of milliseconds ≥ 0');
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new InvalidLockArgumentError('signal', signal, 'an AbortSignal');
+  }
+  return { waitMs, signal };
 }

@@ -18,6 +18,7 @@ export interface ResolvedLockOptions {
   readonly logRetentionMs: number;
   readonly reaperBatchSize: number;
   readonly instance: string;
+  readonly waitRecheckMs: number;
 }
 
 /** Longest period a timer accepts. */
@@ -68,6 +69,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     logRetentionMs: integerOption('logRetentionMs', options.logRetentionMs, 7 * 24 * 3_600_000, 0, Number.MAX_SAFE_INTEGER),
     reaperBatchSize: integerOption('reaperBatchSize', options.reaperBatchSize, 100, 1, 10_000),
     instance,
+    waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
   };
 }
 

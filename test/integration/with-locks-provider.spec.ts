@@ -19,6 +19,7 @@ class Repayments {
   @WithLocks('LOAN_WRITE')
   async repay(amount: number): Promise<number> {
     this.seen.push((await lockRows(db)).map((r) => `${r.lock_name}:${r.mode}`));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // hold long enough for a concurrent call to meet it
     return amount * 2;
   }
 

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { LockWaitAbortedError } from '../errors/index.js';
+import type { LockRequest } from '../interfaces/index.js';
+import type { LockStore } from '../store/lock.store.js';
+import type { LockNotifications } from './lock-notifications.service.js';
+
+/** What a wait needs. @internal */
+export interface WaitContext {
+  readonly store: LockStore;
+  readonly notifications: LockNotifications;
+  /** Longest sleep between two checks without a notification. */
+  readonly recheckMs: number;
+}
+
+/**
+ * Waits for a whole group until `deadline` (a `Date.now()` value): registers the waiter (a waiting writer makes new
+ * readers yield), then tries again on every notification for its names and at least every `recheckMs`. Resolves with
+ * the stamp, or 0 at the deadline; rejects with `LockWaitAbortedError` when `signal` fires. Its waiter rows are
+ * removed however it ends.
+ * @internal
+ */
+export async function waitForGroup(
+  context: WaitContext,
+  group: readonly LockRequest[],
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<number> {
+  const waiter = randomUUID();
+  const ttlMs = context.recheckMs * 3;
+  let woken = false;
+  let wake: () => void = () => undefined;
+  const unsubscribe = context.notifications.subscribe(
+    group.map((r) => r.name),
+    () => {
+      woken = true;
+      wake();
+    },
+  );
+  const onAbort = () => wake();
+  signal?.addEventListener('abort', onAbort);
+  let granted = false;
+  try {
+    await context.store.registerWaiter(waiter, group, ttlMs);
+    let registeredAt = Date.now();
+    for (;;) {
+      if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
+      woken = false;
+      const stamp = await context.store.tryAcquire(group, waiter);
+      if (stamp > 0) {
+        granted = true; // the granting statement removed the waiter's rows
+        return stamp;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return 0;
+      if (Date.now() - registeredAt > ttlMs / 3) {
+        await context.store.registerWaiter(waiter, group, ttlMs);
+        registeredAt = Date.now();
+      }
+      // A notification that arrived while we were trying means: try again at once.
+      if (!woken) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left, context.recheckMs));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = () => undefined;
+      }
+    }
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    unsubscribe();
+    if (!granted) await context.store.unregisterWaiter(waiter);
+  }
+}
