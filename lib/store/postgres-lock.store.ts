@@ -13,7 +13,7 @@ import {
 } from './lock.store.js';
 import { isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
-import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
+import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { RequestBatcher } from './request-batcher.util.js';
 
 const MODE_CODE = { read: 'R', write: 'W' } as const;
@@ -87,45 +87,12 @@ export class PostgresLockStore extends LockStore {
     await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
   }
 
-  async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    let client: PoolClient;
-    try {
-      client = await this.pool().connect();
-    } catch (error) {
-      throw toLockError(error, 'listen', false);
-    }
-    let open = true;
-    const onNotification = (message: { channel: string; payload?: string }) => {
-      if (message.channel !== NOTIFY_CHANNEL) return;
-      callbacks.freed(!message.payload || message.payload === '*' ? '*' : message.payload.split('\n'));
-    };
-    const onLost = () => {
-      if (!open) return;
-      close();
-      callbacks.lost();
-    };
-    const close = () => {
-      if (!open) return;
-      open = false;
-      client.off('notification', onNotification);
-      client.off('error', onLost);
-      client.off('end', onLost);
-      client.release(true); // never hand a LISTENing connection back to the pool
-    };
-    client.on('notification', onNotification);
-    client.on('error', onLost);
-    client.on('end', onLost);
-    try {
-      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
-    } catch (error) {
-      close();
-      throw toLockError(error, 'listen', false);
-    }
-    return { close: () => close() };
-  }
-
   release(stamp: number): Promise<boolean> {
     return this.releases.submit(stamp);
+  }
+
+  async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
+    return openListener(await this.connect('listen'), callbacks);
   }
 
   private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
@@ -206,36 +173,8 @@ export class PostgresLockStore extends LockStore {
   }
 
   async claimAppId(): Promise<InstanceSession | undefined> {
-    let client: PoolClient;
-    try {
-      client = await this.pool().connect();
-    } catch (error) {
-      throw toLockError(error, 'claimAppId', false);
-    }
-    const session = { alive: true, close: () => undefined as void };
-    const onError = () => {
-      session.alive = false;
-    };
-    client.on('error', onError);
-    try {
-      await client.query(`SELECT set_config('application_name', $1, false)`, [
-        `nestjs-db-locks ${this.options.appId} ${this.options.instance}`.slice(0, 63),
-      ]);
-      const claimed = (await client.query<{ claimed: boolean }>(SQL.TRY_CLAIM_APP_ID, [this.options.appId])).rows[0];
-      if (!claimed?.claimed) {
-        client.release();
-        return undefined;
-      }
-    } catch (error) {
-      client.release(true);
-      throw toLockError(error, 'claimAppId', false);
-    }
-    session.close = () => {
-      session.alive = false;
-      client.off('error', onError);
-      client.release(true); // destroying the connection frees the instance lock
-    };
-    return session;
+    const { appId, instance } = this.options;
+    return openInstanceSession(await this.connect('claimAppId'), appId, instance);
   }
 
   async describeAppIdHolder(): Promise<string> {
@@ -307,6 +246,15 @@ export class PostgresLockStore extends LockStore {
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
       }
+    }
+  }
+
+  /** A connection of its own, out of the DataSource's pool, for a session that outlives one statement. */
+  private async connect(operation: string): Promise<PoolClient> {
+    try {
+      return await this.pool().connect();
+    } catch (error) {
+      throw toLockError(error, operation, false);
     }
   }
 

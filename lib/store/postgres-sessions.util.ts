@@ -1,0 +1,77 @@
+import type { PoolClient } from 'pg';
+import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
+import { toLockError } from './pg-error.util.js';
+import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
+import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
+
+/**
+ * Sessions that outlive one statement, each on a connection of its own taken out of the DataSource's pool and
+ * destroyed (never handed back) when it ends: the instance lock and the LISTEN connection.
+ * @internal
+ */
+
+/** Names the session in `pg_stat_activity` and takes the instance lock of `appId`; undefined when a twin holds it. */
+export async function openInstanceSession(
+  client: PoolClient,
+  appId: string,
+  instance: string,
+): Promise<InstanceSession | undefined> {
+  const session = { alive: true, close: (): void => undefined };
+  const onError = () => {
+    session.alive = false;
+  };
+  client.on('error', onError);
+  try {
+    await client.query(`SELECT set_config('application_name', $1, false)`, [
+      `nestjs-db-locks ${appId} ${instance}`.slice(0, 63),
+    ]);
+    const claimed = (await client.query<{ claimed: boolean }>(TRY_CLAIM_APP_ID, [appId])).rows[0];
+    if (!claimed?.claimed) {
+      client.off('error', onError);
+      client.release(true);
+      return undefined;
+    }
+  } catch (error) {
+    client.off('error', onError);
+    client.release(true);
+    throw toLockError(error, 'claimAppId', false);
+  }
+  session.close = () => {
+    session.alive = false;
+    client.off('error', onError);
+    client.release(true); // destroying the connection frees the instance lock
+  };
+  return session;
+}
+
+/** LISTENs on the lock channel and reports freed names; a broken connection is reported once as lost. */
+export async function openListener(client: PoolClient, callbacks: ListenerCallbacks): Promise<LockListener> {
+  let open = true;
+  const onNotification = (message: { channel: string; payload?: string }) => {
+    if (message.channel !== NOTIFY_CHANNEL) return;
+    callbacks.freed(!message.payload || message.payload === '*' ? '*' : message.payload.split('\n'));
+  };
+  const close = () => {
+    if (!open) return;
+    open = false;
+    client.off('notification', onNotification);
+    client.off('error', onLost);
+    client.off('end', onLost);
+    client.release(true);
+  };
+  const onLost = () => {
+    if (!open) return;
+    close();
+    callbacks.lost();
+  };
+  client.on('notification', onNotification);
+  client.on('error', onLost);
+  client.on('end', onLost);
+  try {
+    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+  } catch (error) {
+    close();
+    throw toLockError(error, 'listen', false);
+  }
+  return { close };
+}
