@@ -40,7 +40,10 @@ async function runCluster(): Promise<void> {
     for (const stream of [child.stdout, child.stderr]) {
       createInterface({ input: stream }).on('line', (line) => process.stdout.write(`[${appId}] ${line}\n`));
     }
-    say(`${appId}: pid ${child.pid}, console http://127.0.0.1:${port}/ (kill -9 ${child.pid} to watch its locks come back)`);
+    say(
+      `${appId}: pid ${child.pid}, console http://127.0.0.1:${port}/ ` +
+        `(kill -9 ${child.pid} to watch its locks come back)`,
+    );
     child.on('exit', (code, signal) => {
       children.delete(index);
       if (stopping) return;
@@ -72,6 +75,8 @@ async function runCluster(): Promise<void> {
 }
 
 runCluster().catch((error: unknown) => {
-  process.stderr.write(`The cluster did not start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `The cluster did not start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

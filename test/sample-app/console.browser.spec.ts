@@ -11,7 +11,8 @@ const required = process.env.REQUIRE_BROWSER === '1';
 
 if (!chromiumAvailable) {
   const message =
-    `\n${'!'.repeat(100)}\n  THE LOCK CONSOLE BROWSER TEST ${required ? 'FAILS' : 'IS SKIPPED'}: no Chromium at ${CHROMIUM_PATH}.\n` +
+    `\n${'!'.repeat(100)}\n` +
+    `  THE LOCK CONSOLE BROWSER TEST ${required ? 'FAILS' : 'IS SKIPPED'}: no Chromium at ${CHROMIUM_PATH}.\n` +
     `  Install it with: apt-get update && apt-get install -y chromium   (or set CHROMIUM_PATH)\n${'!'.repeat(100)}\n`;
   process.stderr.write(message);
 }
@@ -25,7 +26,12 @@ if (!chromiumAvailable) {
 
   beforeAll(async () => {
     db = await createTestDatabase({ migrate: false });
-    app = await startSampleInstance(db.url, { appId: 'console-1', ws1RebuildMs: 2500, repaymentMs: 2500, transferMs: 2500 });
+    app = await startSampleInstance(db.url, {
+      appId: 'console-1',
+      ws1RebuildMs: 2500,
+      repaymentMs: 2500,
+      transferMs: 2500,
+    });
     browser = await launchChromium();
     page = await browser.context.newPage();
     page.on('pageerror', (error) => pageErrors.push(error.message));
@@ -41,7 +47,14 @@ if (!chromiumAvailable) {
     expect(await page.title()).toBe('Lock console · console-1');
     expect(await page.locator('#app-id').textContent()).toBe('console-1');
     expect(await page.locator('#grants-body').textContent()).toContain('No lock is held right now.');
-    expect(await page.locator('#permits-body tr[data-name="WS1"] td').allTextContents()).toEqual(['WS1', '5', '1', 'default', 'default', '']);
+    expect(await page.locator('#permits-body tr[data-name="WS1"] td').allTextContents()).toEqual([
+      'WS1',
+      '5',
+      '1',
+      'default',
+      'default',
+      '',
+    ]);
   });
 
   it('shows a grant appear while a job runs, live, and the log entry after', async () => {
@@ -55,8 +68,14 @@ if (!chromiumAvailable) {
 
     // Two loans busy as well, so that the screenshot shows writers and readers of several names.
     const repayment = call(`${app.baseUrl}/loans/1/repayments`, { amountCents: 12_345 });
-    const debt = (await call<Array<{ id: number; debts: Array<{ id: number; investor: string }> }>>(`${app.baseUrl}/loans`)).body[1]?.debts[0];
-    const transfer = call(`${app.baseUrl}/loans/2/transfers`, { debtId: debt?.id, to: debt?.investor === 'emil' ? 'chen' : 'emil', priceCents: 500 });
+    const debt = (
+      await call<Array<{ id: number; debts: Array<{ id: number; investor: string }> }>>(`${app.baseUrl}/loans`)
+    ).body[1]?.debts[0];
+    const transfer = call(`${app.baseUrl}/loans/2/transfers`, {
+      debtId: debt?.id,
+      to: debt?.investor === 'emil' ? 'chen' : 'emil',
+      priceCents: 500,
+    });
     await page.locator('#grants-body tr[data-lock="loan:1:write"]').waitFor({ timeout: 3000 });
     await page.locator('#grants-body tr[data-lock="loan:2:read"]').waitFor({ timeout: 3000 });
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -90,7 +109,8 @@ if (!chromiumAvailable) {
     await row.nth(3).filter({ hasText: 'default' }).waitFor({ timeout: 3000 });
 
     await page.locator('#permits-value').fill('0');
-    await page.locator('#permits-value').evaluate((input, value) => input.setAttribute('min', value), '0'); // bypass the form check
+    // Past the form's own check (min="1"): the server must refuse it, and the page must say so.
+    await page.locator('#permits-value').evaluate((input, value) => input.setAttribute('min', value), '0');
     await page.getByRole('button', { name: 'Save permits' }).click();
     await page.locator('#permits-status.error', { hasText: 'refused' }).waitFor({ timeout: 3000 });
   });

@@ -25,13 +25,15 @@ describe('sample app, seed 002: repayments and debt transfers', () => {
   const loans = async (): Promise<LoanView[]> => (await call<LoanView[]>(`${a.baseUrl}/loans`)).body;
   const money = async (): Promise<number> => {
     const [row] = await db.query<{ total: number }>(
-      'SELECT ((SELECT sum(balance_cents) FROM investor_accounts) + (SELECT sum(outstanding_cents) FROM loans))::int AS total',
+      `SELECT ((SELECT sum(balance_cents) FROM investor_accounts)
+             + (SELECT sum(outstanding_cents) FROM loans))::int AS total`,
     );
     return row?.total ?? NaN;
   };
   const operations = (loanId: number) =>
     db.query<OperationRow>(
-      `SELECT kind, stamp, extract(epoch FROM started_at) * 1000 AS started, extract(epoch FROM finished_at) * 1000 AS finished
+      `SELECT kind, stamp, extract(epoch FROM started_at) * 1000 AS started,
+              extract(epoch FROM finished_at) * 1000 AS finished
        FROM loan_operations WHERE loan_id = $1 ORDER BY started_at`,
       [loanId],
     );
@@ -97,7 +99,9 @@ describe('sample app, seed 002: repayments and debt transfers', () => {
   it('records "business done" inside the business transaction, then the release', async () => {
     const done = await call<LoanOperationEntity>(`${b.baseUrl}/loans/2/repayments`, { amountCents: 5000 });
     expect(done.status).toBe(201);
-    const entry = (await call<LockLogEntry[]>(`${a.baseUrl}/api/log?limit=50`)).body.find((e) => e.stamp === done.body.stamp);
+    const entry = (await call<LockLogEntry[]>(`${a.baseUrl}/api/log?limit=50`)).body.find(
+      (e) => e.stamp === done.body.stamp,
+    );
     expect(entry).toMatchObject({ appId: 'loans-b', status: 'RELEASED', locks: [{ name: 'loan:2', mode: 'write' }] });
     const [acquired, businessDone, ended] = [entry?.acquiredAt, entry?.businessDoneAt, entry?.endedAt].map((t) =>
       t ? Date.parse(String(t)) : NaN,
@@ -139,7 +143,11 @@ describe('sample app, seed 002: repayments and debt transfers', () => {
       expect(answer.body.message).toMatch(/lost its lock \(stamp (\d+)\) and was rolled back/);
       const stamp = Number(/stamp (\d+)/.exec(answer.body.message)?.[1]);
       const entry = (await call<LockLogEntry[]>(`${b.baseUrl}/api/log`)).body.find((e) => e.stamp === stamp);
-      expect(entry).toMatchObject({ status: 'REAPED', businessDoneAt: null, locks: [{ name: 'loan:3', mode: 'write' }] });
+      expect(entry).toMatchObject({
+        status: 'REAPED',
+        businessDoneAt: null,
+        locks: [{ name: 'loan:3', mode: 'write' }],
+      });
     } finally {
       await reaper.close();
     }
@@ -150,7 +158,9 @@ describe('sample app, seed 002: repayments and debt transfers', () => {
 
   it('validates input before taking any lock', async () => {
     expect((await call(`${a.baseUrl}/loans/1/repayments`, { amountCents: -5 })).status).toBe(400);
-    expect((await call(`${a.baseUrl}/loans/1/transfers`, { debtId: 1, to: 'Robert; DROP', priceCents: 1 })).status).toBe(400);
+    expect(
+      (await call(`${a.baseUrl}/loans/1/transfers`, { debtId: 1, to: 'Robert; DROP', priceCents: 1 })).status,
+    ).toBe(400);
     expect((await call(`${a.baseUrl}/loans/99/repayments`, { amountCents: 5 })).status).toBe(404);
     expect((await call(`${a.baseUrl}/loans/1/repayments`, { amountCents: 999_999_999 })).status).toBe(409);
     expect(await a.locks.getGrants()).toEqual([]);

@@ -94,11 +94,15 @@ describe('sample app, seed 000: WS1 and WS2 sharing a database', () => {
     expect((await call(`${b.baseUrl}/ws1/rates`)).status).toBe(423); // WS2's job holds the only read permit
     expect((await call(`${a.baseUrl}/ws1/rates`)).status).toBe(423); // on the other instance too, cache or not
 
-    const seenByA = await eventually(async () => {
-      const view = (await call<PermitsView>(`${a.baseUrl}/api/permits`)).body;
-      const ws1 = view.names.find((line) => line.name === 'WS1');
-      return ws1?.inForce.read === 1 ? ws1 : undefined;
-    }, "instance A's permits cache to follow", 2 * a.config.permitsRefreshIntervalMs + 500);
+    const seenByA = await eventually(
+      async () => {
+        const view = (await call<PermitsView>(`${a.baseUrl}/api/permits`)).body;
+        const ws1 = view.names.find((line) => line.name === 'WS1');
+        return ws1?.inForce.read === 1 ? ws1 : undefined;
+      },
+      "instance A's permits cache to follow",
+      2 * a.config.permitsRefreshIntervalMs + 500,
+    );
     expect(seenByA.rows).toEqual({ read: 1, write: null });
 
     const reset = await call<PermitsView>(`${a.baseUrl}/api/permits`, { name: 'WS1', mode: 'read', permits: null });

@@ -7,6 +7,10 @@ import { SAMPLE_CONFIG, type SampleConfig } from './sample.config.js';
 export class SampleConfigModule {
   /** Provides `config` under `SAMPLE_CONFIG`. */
   static forRoot(config: SampleConfig): DynamicModule {
-    return { module: SampleConfigModule, providers: [{ provide: SAMPLE_CONFIG, useValue: config }], exports: [SAMPLE_CONFIG] };
+    return {
+      module: SampleConfigModule,
+      providers: [{ provide: SAMPLE_CONFIG, useValue: config }],
+      exports: [SAMPLE_CONFIG],
+    };
   }
 }

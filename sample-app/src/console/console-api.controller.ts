@@ -1,4 +1,14 @@
-import { BadRequestException, Body, Controller, DefaultValuePipe, Get, HttpCode, ParseIntPipe, Post, Query } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  DefaultValuePipe,
+  Get,
+  HttpCode,
+  ParseIntPipe,
+  Post,
+  Query,
+} from '@nestjs/common';
 import {
   InvalidLockArgumentError,
   InvalidLockSpecError,

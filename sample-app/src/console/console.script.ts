@@ -47,8 +47,9 @@ export const CONSOLE_SCRIPT = String.raw`
     var rows = [];
     grants.forEach(function (g) {
       g.locks.forEach(function (l) {
-        rows.push(row([l.name, modeCell(l.mode), g.appId, g.stamp, seconds(g.heldForMs), seconds(g.leaseLeftMs), g.fencingToken],
-          { 'data-lock': l.name + ':' + l.mode, 'data-app': g.appId }));
+        var cells = [l.name, modeCell(l.mode), g.appId, g.stamp, seconds(g.heldForMs), seconds(g.leaseLeftMs),
+          g.fencingToken];
+        rows.push(row(cells, { 'data-lock': l.name + ':' + l.mode, 'data-app': g.appId }));
       });
     });
     fill('grants-body', rows, 'No lock is held right now.', 7);
@@ -84,7 +85,8 @@ export const CONSOLE_SCRIPT = String.raw`
     renderPermits(s.permits);
     renderLog(s.log);
     renderActivity(s.activity);
-    byId('stats').textContent = 'granted ' + s.stats.granted + ', busy ' + s.stats.busy + ', released ' + s.stats.released;
+    byId('stats').textContent =
+      'granted ' + s.stats.granted + ', busy ' + s.stats.busy + ', released ' + s.stats.released;
     byId('updated').textContent = 'updated ' + clock(new Date().toISOString());
   }
   function setOnline(ok) { document.body.classList.toggle('offline', !ok); }
@@ -99,7 +101,8 @@ export const CONSOLE_SCRIPT = String.raw`
 
   function say(id, text, ok) { var el = byId(id); el.textContent = text; el.className = ok ? 'ok' : 'error'; }
   function post(url, body) {
-    return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}) })
+    var init = { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body || {}) };
+    return fetch(url, init)
       .then(function (res) { return res.json().then(function (json) { return { status: res.status, json: json }; }); });
   }
   function savePermits(permits) {

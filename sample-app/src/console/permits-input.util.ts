@@ -20,6 +20,7 @@ export function parsePermitsInput(body: unknown): PermitsInput {
   const { name, mode, permits } = body as Record<string, unknown>;
   if (typeof name !== 'string') throw new BadRequestException('name must be a string');
   if (mode !== 'read' && mode !== 'write') throw new BadRequestException('mode must be "read" or "write"');
-  if (permits !== null && typeof permits !== 'number') throw new BadRequestException('permits must be a number or null');
+  if (permits !== null && typeof permits !== 'number')
+    throw new BadRequestException('permits must be a number or null');
   return { name, mode, permits };
 }

@@ -39,7 +39,9 @@ export async function openSampleDatabase(
       stop: async () => undefined,
     };
   }
-  const notes = makeReachableByPostgresUser(dataDir).map((dir) => `added o+x (search only) to ${dir} for the postgres user`);
+  const notes = makeReachableByPostgresUser(dataDir).map(
+    (dir) => `added o+x (search only) to ${dir} for the postgres user`,
+  );
   const orphan = runningServerPort(dataDir);
   if (orphan !== undefined) {
     return {

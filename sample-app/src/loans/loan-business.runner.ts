@@ -56,7 +56,9 @@ export class LoanBusinessRunner {
     } catch (error) {
       if (!(error instanceof LockLostError)) throw error;
       lost = true;
-      throw new ConflictException(`the ${operation} on loan ${loanId} lost its lock (stamp ${stamp}) and was rolled back`);
+      throw new ConflictException(
+        `the ${operation} on loan ${loanId} lost its lock (stamp ${stamp}) and was rolled back`,
+      );
     } finally {
       if (!lost) await this.release(stamp);
     }

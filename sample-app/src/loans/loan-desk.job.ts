@@ -44,8 +44,10 @@ export class LoanDeskJob {
         this.activity.record(what, 'done', `loan ${loan.id}: debt ${debt.id} ${debt.investor} → ${to}`);
       }
     } catch (error) {
-      if (error instanceof LockNotAcquiredError) this.activity.record(what, 'refused', `loan ${loan.id}: ${error.message}`);
-      else if (error instanceof HttpException) this.activity.record(what, 'failed', `loan ${loan.id}: ${error.message}`);
+      if (error instanceof LockNotAcquiredError)
+        this.activity.record(what, 'refused', `loan ${loan.id}: ${error.message}`);
+      else if (error instanceof HttpException)
+        this.activity.record(what, 'failed', `loan ${loan.id}: ${error.message}`);
       else throw error;
     }
   }

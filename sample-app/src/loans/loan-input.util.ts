@@ -19,7 +19,8 @@ export interface TransferInput {
 const MAX_CENTS = 1_000_000_000;
 
 function record(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequestException('a JSON object is expected');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadRequestException('a JSON object is expected');
   return body as Record<string, unknown>;
 }
 
@@ -43,5 +44,9 @@ export function parseTransfer(body: unknown): TransferInput {
   if (typeof to !== 'string' || !/^[a-z][a-z0-9_-]{0,39}$/.test(to)) {
     throw new BadRequestException('to must be an investor name (lower-case letters, digits, _ and -)');
   }
-  return { debtId: positiveInt(input, 'debtId', 2 ** 31 - 1), to, priceCents: positiveInt(input, 'priceCents', MAX_CENTS) };
+  return {
+    debtId: positiveInt(input, 'debtId', 2 ** 31 - 1),
+    to,
+    priceCents: positiveInt(input, 'priceCents', MAX_CENTS),
+  };
 }

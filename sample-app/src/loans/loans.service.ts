@@ -52,7 +52,9 @@ export class LoansService {
   /** The newest operations of a loan. */
   async operations(loanId: number, limit = 20): Promise<LoanOperationEntity[]> {
     await this.assertLoan(loanId);
-    return this.dataSource.getRepository(LoanOperationEntity).find({ where: { loanId }, order: { id: 'DESC' }, take: limit });
+    return this.dataSource
+      .getRepository(LoanOperationEntity)
+      .find({ where: { loanId }, order: { id: 'DESC' }, take: limit });
   }
 
   /**
@@ -66,11 +68,16 @@ export class LoansService {
       const startedAt = await databaseNow(manager);
       const loan = await manager.findOneByOrFail(LoanEntity, { id: loanId });
       if (amountCents > loan.outstandingCents) {
-        throw new ConflictException(`loan ${loanId} has ${loan.outstandingCents} cents outstanding, less than ${amountCents}`);
+        throw new ConflictException(
+          `loan ${loanId} has ${loan.outstandingCents} cents outstanding, less than ${amountCents}`,
+        );
       }
       const debts = await manager.find(DebtEntity, { where: { loanId }, order: { id: 'ASC' } });
       await sleep(this.config.repaymentMs); // the bank transfer of seed 002, slow on purpose
-      const parts = splitProRata(amountCents, debts.map((debt) => debt.principalCents));
+      const parts = splitProRata(
+        amountCents,
+        debts.map((debt) => debt.principalCents),
+      );
       for (const [index, debt] of debts.entries()) {
         const part = parts[index] ?? 0;
         if (part === 0) continue;
@@ -78,7 +85,11 @@ export class LoansService {
         await credit(manager, debt.investor, part);
       }
       await manager.update(LoanEntity, { id: loanId }, { outstandingCents: loan.outstandingCents - amountCents });
-      return record(manager, { loanId, kind: 'repayment', stamp, amountCents, debtId: null, startedAt }, this.config.appId);
+      return record(
+        manager,
+        { loanId, kind: 'repayment', stamp, amountCents, debtId: null, startedAt },
+        this.config.appId,
+      );
     });
   }
 
@@ -93,7 +104,8 @@ export class LoansService {
       const debt = await manager.findOneBy(DebtEntity, { id: debtId, loanId });
       if (!debt) throw new NotFoundException(`loan ${loanId} has no debt ${debtId}`);
       if (debt.investor === to) throw new ConflictException(`${to} already holds debt ${debtId}`);
-      if (!(await manager.existsBy(InvestorAccountEntity, { investor: to }))) throw new NotFoundException(`no investor ${to}`);
+      if (!(await manager.existsBy(InvestorAccountEntity, { investor: to })))
+        throw new NotFoundException(`no investor ${to}`);
       await sleep(this.config.transferMs); // the contract paperwork, slow on purpose
       const sold = await manager.update(DebtEntity, { id: debtId, investor: debt.investor }, { investor: to });
       if (sold.affected !== 1) throw new ConflictException(`debt ${debtId} was sold by another transfer meanwhile`);
@@ -103,7 +115,11 @@ export class LoansService {
       );
       if (affectedRows(paid) !== 1) throw new ConflictException(`${to} cannot pay ${priceCents} cents`);
       await credit(manager, debt.investor, priceCents);
-      return record(manager, { loanId, kind: 'transfer', stamp, amountCents: priceCents, debtId, startedAt }, this.config.appId);
+      return record(
+        manager,
+        { loanId, kind: 'transfer', stamp, amountCents: priceCents, debtId, startedAt },
+        this.config.appId,
+      );
     });
   }
 
@@ -123,7 +139,10 @@ async function databaseNow(manager: EntityManager): Promise<Date> {
 }
 
 async function credit(manager: EntityManager, investor: string, cents: number): Promise<void> {
-  await manager.query('UPDATE investor_accounts SET balance_cents = balance_cents + $2 WHERE investor = $1', [investor, cents]);
+  await manager.query('UPDATE investor_accounts SET balance_cents = balance_cents + $2 WHERE investor = $1', [
+    investor,
+    cents,
+  ]);
 }
 
 /** `manager.query` of an UPDATE resolves to `[rows, affected]` with the `pg` driver. */
@@ -133,7 +152,14 @@ function affectedRows(result: unknown): number {
 
 async function record(
   manager: EntityManager,
-  operation: { loanId: number; kind: LoanOperationKind; stamp: number; amountCents: number; debtId: number | null; startedAt: Date },
+  operation: {
+    loanId: number;
+    kind: LoanOperationKind;
+    stamp: number;
+    amountCents: number;
+    debtId: number | null;
+    startedAt: Date;
+  },
   appId: string,
 ): Promise<LoanOperationEntity> {
   const finishedAt = await databaseNow(manager);

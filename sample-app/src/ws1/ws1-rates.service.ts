@@ -50,7 +50,10 @@ export class Ws1RatesService {
    */
   async rebuild(durationMs: number): Promise<Ws1Build> {
     const started = Date.now();
-    const latest = await this.rates.createQueryBuilder('r').select('MAX(r.generation)', 'max').getRawOne<{ max: number | null }>();
+    const latest = await this.rates
+      .createQueryBuilder('r')
+      .select('MAX(r.generation)', 'max')
+      .getRawOne<{ max: number | null }>();
     const generation = (latest?.max ?? 0) + 1;
     await this.rates.createQueryBuilder().delete().from(Ws1RateEntity).execute();
     const step = durationMs / WS1_BASE_RATES.length;

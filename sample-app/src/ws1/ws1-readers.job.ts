@@ -34,6 +34,10 @@ export class Ws1ReadersJob {
   async readReport(): Promise<void> {
     const read = await this.rates.read();
     await sleep(this.config.ws1ReadHoldMs);
-    this.activity.record(WS1_READERS_JOB, 'done', `report on generation ${read.generation} (${read.rates.length} rates)`);
+    this.activity.record(
+      WS1_READERS_JOB,
+      'done',
+      `report on generation ${read.generation} (${read.rates.length} rates)`,
+    );
   }
 }

@@ -49,7 +49,12 @@ export class Ws2PricesService {
     for (const { product, eur } of WS2_CATALOGUE) {
       await sleep(step);
       await this.prices.insert(
-        rates.rates.map(({ currency, rate }) => ({ product, currency, price: Math.round(eur * rate * 100) / 100, ws1Generation })),
+        rates.rates.map(({ currency, rate }) => ({
+          product,
+          currency,
+          price: Math.round(eur * rate * 100) / 100,
+          ws1Generation,
+        })),
       );
     }
     return { ws1Generation, prices: WS2_CATALOGUE.length * rates.rates.length, tookMs: Date.now() - started };

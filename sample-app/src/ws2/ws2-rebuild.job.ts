@@ -31,7 +31,11 @@ export class Ws2RebuildJob {
   @WithLocks('WS2_WRITE', 'WS1_READ')
   async rebuild(): Promise<Ws2Build | undefined> {
     const build = await this.prices.rebuild(await this.ws1.read(), this.config.ws2RebuildMs);
-    this.activity.record(WS2_REBUILD_JOB, 'done', `priced ${build.prices} items from WS1 generation ${build.ws1Generation}`);
+    this.activity.record(
+      WS2_REBUILD_JOB,
+      'done',
+      `priced ${build.prices} items from WS1 generation ${build.ws1Generation}`,
+    );
     return build;
   }
 }

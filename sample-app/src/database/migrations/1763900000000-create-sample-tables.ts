@@ -3,10 +3,41 @@ import { WS1_BASE_RATES } from '../../ws1/ws1-base-rates.js';
 import { WS2_CATALOGUE } from '../../ws2/ws2-catalogue.js';
 
 /** Loans (seed 002's 借款): id, borrower, principal in cents, and who holds its debts (债权) in per cent. */
-const LOANS: ReadonlyArray<{ id: number; borrower: string; cents: number; debts: ReadonlyArray<readonly [string, number]> }> = [
-  { id: 1, borrower: 'Xiao Ming (car)', cents: 10_000_000, debts: [['alice', 40], ['bob', 35], ['chen', 25]] },
-  { id: 2, borrower: 'Li Hua (shop)', cents: 5_000_000, debts: [['bob', 50], ['dana', 50]] },
-  { id: 3, borrower: 'Wang Fang (studio)', cents: 2_000_000, debts: [['alice', 30], ['chen', 30], ['emil', 40]] },
+const LOANS: ReadonlyArray<{
+  id: number;
+  borrower: string;
+  cents: number;
+  debts: ReadonlyArray<readonly [string, number]>;
+}> = [
+  {
+    id: 1,
+    borrower: 'Xiao Ming (car)',
+    cents: 10_000_000,
+    debts: [
+      ['alice', 40],
+      ['bob', 35],
+      ['chen', 25],
+    ],
+  },
+  {
+    id: 2,
+    borrower: 'Li Hua (shop)',
+    cents: 5_000_000,
+    debts: [
+      ['bob', 50],
+      ['dana', 50],
+    ],
+  },
+  {
+    id: 3,
+    borrower: 'Wang Fang (studio)',
+    cents: 2_000_000,
+    debts: [
+      ['alice', 30],
+      ['chen', 30],
+      ['emil', 40],
+    ],
+  },
 ];
 
 const INVESTORS = ['alice', 'bob', 'chen', 'dana', 'emil'];
@@ -72,7 +103,10 @@ export class CreateSampleTables1763900000000 implements MigrationInterface {
     await queryRunner.query(`CREATE INDEX loan_operations_loan_idx ON loan_operations (loan_id, started_at)`);
 
     for (const [currency, rate] of WS1_BASE_RATES) {
-      await queryRunner.query('INSERT INTO ws1_rates (currency, rate, generation) VALUES ($1, $2, 1)', [currency, rate]);
+      await queryRunner.query('INSERT INTO ws1_rates (currency, rate, generation) VALUES ($1, $2, 1)', [
+        currency,
+        rate,
+      ]);
     }
     for (const { product, eur } of WS2_CATALOGUE) {
       await queryRunner.query(
@@ -82,7 +116,9 @@ export class CreateSampleTables1763900000000 implements MigrationInterface {
       );
     }
     for (const investor of INVESTORS) {
-      await queryRunner.query('INSERT INTO investor_accounts (investor, balance_cents) VALUES ($1, 5000000)', [investor]);
+      await queryRunner.query('INSERT INTO investor_accounts (investor, balance_cents) VALUES ($1, 5000000)', [
+        investor,
+      ]);
     }
     for (const loan of LOANS) {
       await queryRunner.query(
