@@ -4,6 +4,7 @@ import { WithLocks } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { lockRows } from '../support/lock-rows.js';
 import { createNestApp, type TestNestApp } from '../support/nest-app.js';
+import { until } from '../support/until.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 let db: TestDatabase;
@@ -38,13 +39,6 @@ class Ws1Jobs {
   }
 }
 
-async function until(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(25);
-  }
-}
 
 describe('@WithLocks on scheduled jobs', () => {
   let jobs: TestNestApp;

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
+import { until } from '../support/until.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 interface LogRow {
@@ -31,13 +32,6 @@ function logRows(): Promise<LogRow[]> {
       (extract(epoch FROM lease_expires - now()) * 1000)::float8 AS lease_left_ms FROM locking_log ORDER BY stamp`);
 }
 
-async function until(predicate: () => Promise<boolean> | boolean, timeoutMs = 8000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(25);
-  }
-}
 
 @Injectable()
 class Payouts {
