@@ -64,6 +64,19 @@ describe('sample app, seed 000: WS1 and WS2 sharing a database', () => {
     expect(after.body).toMatchObject({ generation: built.body.generation, complete: true, generations: 1 });
   });
 
+  it("lets the rebuild wait for WS1's readers, refusing new readers meanwhile (writer preference)", async () => {
+    const reader = await b.locks.tryLocks(['WS1_READ']); // a long report on instance B
+    expect(reader).toBeGreaterThan(0);
+    const rebuild = call<Ws1Build>(`${a.baseUrl}/ws1/rebuild`, {});
+    await sleep(300);
+    expect(await grantOf(a, 'WS1', 'write')).toBeUndefined(); // waiting, not running
+    const newcomer = await call<LockedResponseBody>(`${a.baseUrl}/ws1/rates`);
+    expect(newcomer.status).toBe(423); // read permits are not full (5): it yields to the waiting writer
+    await b.locks.releaseLocks(reader);
+    await eventually(() => grantOf(a, 'WS1', 'write'), 'the rebuild to take WS1_WRITE once the reader left', 1000);
+    expect((await rebuild).status).toBe(200);
+  });
+
   it('refuses WS2_WRITE + WS1_READ whole while WS1 rebuilds, and runs WS2 after', async () => {
     const rebuild = call<Ws1Build>(`${a.baseUrl}/ws1/rebuild`, {});
     await eventually(() => grantOf(b, 'WS1', 'write'), 'WS1_WRITE held by the rebuild');

@@ -8,6 +8,9 @@ import { type Ws1Build, Ws1RatesService } from './ws1-rates.service.js';
 /** The name of WS1's rebuild in `SchedulerRegistry`. */
 export const WS1_REBUILD_JOB = 'ws1-rebuild';
 
+/** How long the rebuild waits for WS1's readers to finish before it gives up on this run. */
+export const WS1_REBUILD_WAIT_MS = 3000;
+
 /**
  * Seed 000's offline job of WS1: rebuilds WS1's data under `WS1_WRITE`, so that nobody reads it meanwhile.
  * Every instance schedules it at the same seconds; the first to take `WS1_WRITE` runs it, the others skip that run.
@@ -21,11 +24,13 @@ export class Ws1RebuildJob {
   ) {}
 
   /**
-   * At :00, :15, :30 and :45 of every minute. Being a `@Cron` method, it skips (resolves `undefined`) when
-   * `WS1_WRITE` is not available: some reader or writer holds WS1 somewhere. `POST /ws1/rebuild` calls it on demand.
+   * At :00, :15, :30 and :45 of every minute. While readers hold WS1, it waits for them (up to 3 s): meanwhile new
+   * readers are refused (writer preference), so a steady stream of readers cannot starve it. Being a `@Cron` method,
+   * it skips that run (resolves `undefined`) when `WS1_WRITE` is still not available by then (another instance is
+   * rebuilding). `POST /ws1/rebuild` calls it on demand.
    */
   @Cron('*/15 * * * * *', { name: WS1_REBUILD_JOB, waitForCompletion: true })
-  @WithLocks('WS1_WRITE')
+  @WithLocks({ locks: ['WS1_WRITE'], waitMs: WS1_REBUILD_WAIT_MS })
   async rebuild(): Promise<Ws1Build | undefined> {
     const build = await this.rates.rebuild(this.config.ws1RebuildMs);
     this.activity.record(WS1_REBUILD_JOB, 'done', `wrote generation ${build.generation} in ${build.tookMs} ms`);

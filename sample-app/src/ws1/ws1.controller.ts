@@ -18,7 +18,10 @@ export class Ws1Controller {
     return this.rates.read();
   }
 
-  /** Runs WS1's rebuild now and answers when it is done; HTTP 423 when `WS1_WRITE` is not available. */
+  /**
+   * Runs WS1's rebuild now and answers when it is done; HTTP 423 when `WS1_WRITE` is not available within the
+   * rebuild's wait (3 s).
+   */
   @Post('rebuild')
   @HttpCode(200)
   async rebuild(): Promise<Ws1Build> {
