@@ -63,7 +63,8 @@ export class ConsoleStateService {
 
   /** Everything at once, for the page. */
   async state(logLimit = 25): Promise<ConsoleState> {
-    const [grants, log, permits] = await Promise.all([this.grants(), this.log(logLimit), this.permits()]);
+    const [grants, log] = await Promise.all([this.grants(), this.log(logLimit)]);
+    const permits = await this.permits(grants);
     return {
       appId: this.locks.appId,
       pollMs: this.config.consolePollMs,
@@ -86,12 +87,15 @@ export class ConsoleStateService {
     return this.locks.getLog(limit);
   }
 
-  /** The permits of every name the sample uses, of every name with a row, and of every name held now. */
-  async permits(): Promise<PermitsView> {
+  /**
+   * The permits of every name the sample uses, of every name with a row, and of every name held now.
+   * @param held the grants to take names from (read now when not given)
+   */
+  async permits(held?: readonly LockGrant[]): Promise<PermitsView> {
     const [rows, loans, grants] = await Promise.all([
       this.dataSource.getRepository(LockingPermissionEntity).find(),
       this.dataSource.getRepository(LoanEntity).find({ select: { id: true }, order: { id: 'ASC' } }),
-      this.locks.getGrants(),
+      held ?? this.locks.getGrants(),
     ]);
     const names = new Set([
       ...FIXED_NAMES,

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { ConflictException, Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Repository } from 'typeorm';
@@ -37,11 +37,15 @@ export class Ws2PricesService {
   /**
    * Rewrites the price list from WS1's `rates` (read by the caller under `WS1_READ`), product by product, over
    * `durationMs`.
+   * @throws ConflictException when WS1's table is not one complete generation: a WS1 rebuild died half-way (its lock
+   *   came back by lease or restart, its data did not); the next WS1 rebuild repairs it.
    */
   async rebuild(rates: Ws1Rates, durationMs: number): Promise<Ws2Build> {
     const started = Date.now();
     if (rates.generation === null || !rates.complete || rates.generations !== 1) {
-      throw new Error(`WS1's rates are not one complete generation (${rates.rates.length} rows): refusing to price`);
+      throw new ConflictException(
+        `WS1's rates are not one complete generation (${rates.rates.length} rows): not pricing`,
+      );
     }
     const ws1Generation = rates.generation;
     await this.prices.createQueryBuilder().delete().from(Ws2PriceEntity).execute();
