@@ -10,6 +10,7 @@ import { floorContender } from './contenders/floor.contender.js';
 import { libraryContender } from './contenders/library.contender.js';
 import { seedContender } from './contenders/seed.contender.js';
 import { describeMachine } from './machine.js';
+import { type HandoffResult, measureHandoff } from './handoff.js';
 import { measure } from './measure.js';
 import {
   type BenchPlan,
@@ -90,6 +91,26 @@ async function runWorkload(database: BenchDatabase, workload: Workload, plan: Be
   );
 }
 
+/** Target of the notified hand-off median (issue 5). */
+const HANDOFF_TARGET_MS = 5;
+
+function formatHandoff(results: readonly HandoffResult[]): string[] {
+  return [
+    'Hand-off latency (one holder releases, one waiter acquires; from the release call to the grant):',
+    '',
+    '| waiting                                 | samples | median ms | p99 ms |',
+    '|-----------------------------------------|--------:|----------:|-------:|',
+    ...results.map(
+      (r) =>
+        `| ${r.name.padEnd(39)} | ${String(r.samples).padStart(7)} | ${r.medianMs.toFixed(2).padStart(9)} | ${r.p99Ms
+          .toFixed(2)
+          .padStart(6)} |`,
+    ),
+    '',
+    `Target: median hand-off ≤ ${HANDOFF_TARGET_MS} ms: ${(results[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS ? 'PASS' : 'MISSED'}`,
+  ];
+}
+
 async function main(): Promise<number> {
   const plan = benchPlan();
   const database = await openBenchDatabase();
@@ -99,9 +120,11 @@ async function main(): Promise<number> {
     const started = Date.now();
     const measurements: Measurement[] = [];
     for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
+    const handoff = await measureHandoff(database.url, positiveNumber('BENCH_HANDOFFS', '100', true));
     process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
     const targets = evaluateTargets(measurements);
-    const missed = targets.filter((t) => !t.met);
+    const handoffMet = (handoff[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS;
+    const missed = [...targets.filter((t) => !t.met).map((t) => t.label), ...(handoffMet ? [] : ['hand-off median'])];
     console.log(
       [
         '',
@@ -117,7 +140,9 @@ async function main(): Promise<number> {
         'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
         ...informativeRatios(measurements),
         '',
-        missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.map((t) => t.label).join('; ')}`,
+        ...formatHandoff(handoff),
+        '',
+        missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.join('; ')}`,
       ].join('\n'),
     );
     return missed.length > 0 && process.env.BENCH_STRICT === '1' ? 1 : 0;

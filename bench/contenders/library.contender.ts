@@ -10,12 +10,12 @@ import type { Contender, ContenderSession } from './contender.js';
 const POOL_MAX = 16;
 
 /** Boots a Nest application context the way a user wires the library. */
-async function bootApplication(url: string): Promise<INestApplicationContext> {
+export async function bootApplication(url: string, appId = 'bench'): Promise<INestApplicationContext> {
   @Module({
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: POOL_MAX } }),
       ScheduleModule.forRoot(),
-      LockModule.forRoot({ appId: 'bench' }),
+      LockModule.forRoot({ appId }),
     ],
   })
   class BenchAppModule {}
