@@ -1,4 +1,4 @@
-import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, PrimaryColumn } from 'typeorm';
 import type { LockLogStatus } from '../interfaces/index.js';
 
 /** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
@@ -15,7 +15,6 @@ const bigintAsNumber = {
  */
 @Entity({ name: 'locking_log' })
 @Check('locking_log_status_ck', `status IN ('ACQUIRED', 'BUSINESS_DONE', 'RELEASED', 'REAPED', 'RECOVERED')`)
-@Index('locking_log_ended_idx', ['ended'])
 export class LockingLogEntity {
   /** The grant's stamp (and fencing token). */
   @PrimaryColumn({ name: 'stamp', type: 'bigint', transformer: bigintAsNumber })

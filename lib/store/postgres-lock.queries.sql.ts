@@ -33,9 +33,11 @@ export const REAP_STALE = `SELECT locking_reap($1, $2) AS reaped`;
 /** $1 app id → lock rows freed; the app's live grants become RECOVERED. */
 export const RECOVER_APP = `SELECT locking_recover($1) AS freed`;
 
-/** $1 age (ms), $2 batch size: deletes ended log rows older than the age. */
+/** $1 age (ms), $2 batch size: deletes ended log rows older than the age (found through the BRIN on `acquired`). */
 export const PRUNE_LOG = `DELETE FROM locking_log WHERE stamp IN (
-  SELECT stamp FROM locking_log WHERE ended < now() - $1 * interval '1 millisecond' LIMIT $2)`;
+  SELECT stamp FROM locking_log
+   WHERE acquired < now() - $1 * interval '1 millisecond' AND ended < now() - $1 * interval '1 millisecond'
+   LIMIT $2)`;
 
 /** $1 stamp, $2 app id: ACQUIRED → BUSINESS_DONE, only while the grant exists and its lease has not expired. Run
  * inside the caller's transaction; clock_timestamp(), not now(): that transaction may have started long ago. */
@@ -48,7 +50,7 @@ export const MARK_BUSINESS_DONE = `UPDATE locking_log
 export const SELECT_GRANTS = `SELECT stamp, app_id, instance, lock_names, lock_modes, acquired,
     (extract(epoch FROM clock_timestamp() - acquired) * 1000)::float8 AS held_for_ms,
     (extract(epoch FROM lease_expires - clock_timestamp()) * 1000)::float8 AS lease_left_ms
-  FROM locking_log WHERE status IN ('ACQUIRED', 'BUSINESS_DONE') ORDER BY stamp`;
+  FROM locking_log WHERE stamp IN (SELECT stamp FROM locking) ORDER BY stamp`;
 
 /** $1 limit: the newest log rows. */
 export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_modes, status, acquired, business_done, ended
