@@ -163,8 +163,6 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
    RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp    bigint;
-     v_names    text[];
-     v_freed    text[] := '{}';
      v_released bigint[] := '{}';
    BEGIN
      IF p_async THEN
@@ -174,13 +172,15 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
        DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;
        IF FOUND THEN
          UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
-          WHERE stamp = v_stamp AND status IN ${LIVE}
-          RETURNING lock_names INTO v_names;
-         v_freed := v_freed || v_names;
+          WHERE stamp = v_stamp AND status IN ${LIVE};
          v_released := v_released || v_stamp;
        END IF;
      END LOOP;
-     PERFORM locking_notify_freed(v_freed);
+     -- Usually nobody waits at all: one probe of an empty table, and no notification.
+     IF cardinality(v_released) > 0 AND EXISTS (SELECT 1 FROM locking_waiters) THEN
+       PERFORM locking_notify_freed(
+         ARRAY(SELECT unnest(lock_names) FROM locking_log WHERE stamp = ANY (v_released)));
+     END IF;
      RETURN v_released;
    END
    $fn$`,
