@@ -141,8 +141,10 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
          v_stamps := v_stamps || 0::bigint;
        ELSE
          v_stamp := nextval('locking_stamp_seq');
-         INSERT INTO locking (lock_name, mode, app_id, stamp)
-           SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
+         -- The lock rows and the log row in one statement.
+         WITH locks AS (
+           INSERT INTO locking (lock_name, mode, app_id, stamp)
+             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode))
          INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
            VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
                    now() + p_lease_ms * interval '1 millisecond');
@@ -156,30 +158,39 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
      RETURN v_stamps;
    END
    $fn$`,
-  // Releases a batch of stamps; returns those that matched a row of the app. One indexed delete per stamp (measured faster than one `stamp = ANY($2)` delete for the usual single stamp); the
-  // log row turns RELEASED in the same transaction. The commit may skip waiting for the WAL flush: freeing a lock
-  // early can never break exclusion, and the next durable grant flushes it anyway.
+  // Releases a batch of stamps; returns those that matched a row of the app. Stamp by stamp (measured faster than one
+  // `stamp = ANY($2)` delete for the usual single stamp); the log row turns RELEASED in the same transaction. The
+  // commit may skip waiting for the WAL flush: freeing a lock early can never break exclusion, and the next durable
+  // grant flushes it anyway.
   `CREATE FUNCTION locking_release(p_app_id text, p_stamps bigint[], p_async boolean)
    RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp    bigint;
+     v_names    text[];
+     v_waited   boolean;
+     v_freed    text[] := '{}';
      v_released bigint[] := '{}';
    BEGIN
      IF p_async THEN
        PERFORM set_config('synchronous_commit', 'off', true);
      END IF;
      FOREACH v_stamp IN ARRAY p_stamps LOOP
-       DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;
+       -- One statement per stamp (measured cheaper than three): delete the lock rows, log RELEASED, and learn
+       -- whether anybody waits for the names (usually nobody: then no notification is sent at all).
+       WITH deleted AS (DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp RETURNING 1)
+       UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+        WHERE stamp = v_stamp AND status IN ${LIVE} AND EXISTS (SELECT 1 FROM deleted)
+       RETURNING lock_names, EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (lock_names))
+         INTO v_names, v_waited;
        IF FOUND THEN
-         UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
-          WHERE stamp = v_stamp AND status IN ${LIVE};
          v_released := v_released || v_stamp;
+         IF v_waited THEN
+           v_freed := v_freed || v_names;
+         END IF;
        END IF;
      END LOOP;
-     -- Usually nobody waits at all: one probe of an empty table, and no notification.
-     IF cardinality(v_released) > 0 AND EXISTS (SELECT 1 FROM locking_waiters) THEN
-       PERFORM locking_notify_freed(
-         ARRAY(SELECT unnest(lock_names) FROM locking_log WHERE stamp = ANY (v_released)));
+     IF cardinality(v_freed) > 0 THEN
+       PERFORM locking_notify_freed(v_freed);
      END IF;
      RETURN v_released;
    END
