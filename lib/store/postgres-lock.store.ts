@@ -18,6 +18,9 @@ import { RequestBatcher } from './request-batcher.util.js';
 
 const MODE_CODE = { read: 'R', write: 'W' } as const;
 
+/** Smallest pool the library works with: two kept sessions, and statements beside them. */
+const MIN_POOL_SIZE = 3;
+
 /** Batches of one process in flight at once, and groups (or stamps) per batch. */
 const MAX_BATCHES_IN_FLIGHT = 2;
 const MAX_BATCH_SIZE = 32;
@@ -249,10 +252,22 @@ export class PostgresLockStore extends LockStore {
     }
   }
 
-  /** A connection of its own, out of the DataSource's pool, for a session that outlives one statement. */
+  /**
+   * A connection of its own, out of the DataSource's pool, for a session that outlives one statement (the instance
+   * lock, and the LISTEN connection once something waits). Two such sessions plus the statements need a pool of at
+   * least `MIN_POOL_SIZE`; a smaller one would end in statements waiting forever for a connection.
+   */
   private async connect(operation: string): Promise<PoolClient> {
+    const pool = this.pool();
+    const max = (pool.options as { max?: number }).max ?? 10;
+    if (max < MIN_POOL_SIZE) {
+      throw new LockConfigurationError(
+        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
+          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource`,
+      );
+    }
     try {
-      return await this.pool().connect();
+      return await pool.connect();
     } catch (error) {
       throw toLockError(error, operation, false);
     }

@@ -90,6 +90,16 @@ describe('LockModule wiring', () => {
     ).rejects.toThrow(/ScheduleModule\.forRoot\(\)/);
   });
 
+  it('refuses a pool too small for its kept sessions instead of hanging later', async () => {
+    await expect(
+      boot([
+        TypeOrmModule.forRoot({ type: 'postgres', url: db.url, extra: { max: 2 } }),
+        ScheduleModule.forRoot(),
+        LockModule.forRoot({ appId: 'tiny-pool' }),
+      ]),
+    ).rejects.toThrow(/needs at least 3/);
+  });
+
   it('says to run the migration when the tables are missing', async () => {
     const empty = await createTestDatabase({ migrate: false });
     try {

@@ -137,7 +137,7 @@ describe('@WithLocks on provider methods', () => {
   });
 
   it('throws LockModuleNotInitializedError once the application is closed', async () => {
-    const closing = await createLockApp(db.url, { appId: 'short-lived' }, 2, [Repayments]);
+    const closing = await createLockApp(db.url, { appId: 'short-lived' }, 3, [Repayments]);
     const instance = closing.app.get(Repayments);
     await closing.close();
     // Its own app is gone; the call falls back to the remaining initialised application, never to a closed one.
