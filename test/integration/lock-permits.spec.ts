@@ -1,27 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { createLockApp, type LockApp, type LockInstances, openLockInstances } from '../support/lock-app.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 describe('permits rules (two instances on one database)', () => {
+  let instances: LockInstances;
   let db: TestDatabase;
   let one: LockApp;
   let two: LockApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    one = await createLockApp(db.url, { appId: 'one' });
-    two = await createLockApp(db.url, { appId: 'two' });
+    instances = await openLockInstances('one', 'two');
+    ({ db } = instances);
+    [one, two] = instances.apps as [LockApp, LockApp];
   });
   afterEach(async () => {
     await db.query('DELETE FROM locking');
     await db.query('DELETE FROM locking_permissions');
     await Promise.all([one.locks.refreshLockPermits(), two.locks.refreshLockPermits()]);
   });
-  afterAll(async () => {
-    await one.close();
-    await two.close();
-    await db.drop();
-  });
+  afterAll(() => instances.close());
 
   it('write permits 1: a second writer is refused until the first releases', async () => {
     const stamp = await one.locks.tryLocks(['A_WRITE']);

@@ -1,24 +1,21 @@
 import { IllegalMonitorStateError } from 'nestjs-db-locks';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { createLockApp, type LockApp, type LockInstances, openLockInstances } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('groups, stamps and release', () => {
+  let instances: LockInstances;
   let db: TestDatabase;
   let one: LockApp;
   let two: LockApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    one = await createLockApp(db.url, { appId: 'one' });
-    two = await createLockApp(db.url, { appId: 'two' });
+    instances = await openLockInstances('one', 'two');
+    ({ db } = instances);
+    [one, two] = instances.apps as [LockApp, LockApp];
   });
   afterEach(() => db.query('DELETE FROM locking'));
-  afterAll(async () => {
-    await one.close();
-    await two.close();
-    await db.drop();
-  });
+  afterAll(() => instances.close());
 
   it('grants a group whole, with one stamp on every row', async () => {
     const stamp = await one.locks.tryLocks(['WS2_WRITE', 'WS1_READ']);

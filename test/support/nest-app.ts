@@ -1,8 +1,7 @@
 import { type INestApplication, Module, type Type } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { LockModule, LockService, type LockModuleOptions } from 'nestjs-db-locks';
+import { LockService } from 'nestjs-db-locks';
+import { lockAppImports, type TestLockOptions } from './lock-app.js';
 
 /** One application instance of a test: an HTTP server on a free port, its `LockService`, and a way to stop it. */
 export interface TestNestApp {
@@ -15,15 +14,11 @@ export interface TestNestApp {
 /** Boots a full Nest HTTP application (TypeORM + schedule + LockModule) with the given controllers and providers. */
 export async function createNestApp(
   url: string,
-  options: Partial<LockModuleOptions> & { appId: string },
+  options: TestLockOptions,
   parts: { controllers?: Type[]; providers?: Type[] } = {},
 ): Promise<TestNestApp> {
   @Module({
-    imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: 4 } }),
-      ScheduleModule.forRoot(),
-      LockModule.forRoot(options),
-    ],
+    imports: lockAppImports(url, options),
     controllers: parts.controllers ?? [],
     providers: parts.providers ?? [],
   })
