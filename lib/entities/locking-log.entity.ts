@@ -1,4 +1,4 @@
-import { Check, Column, Entity, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import type { LockLogStatus } from '../interfaces/index.js';
 
 /** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
@@ -14,7 +14,6 @@ const bigintAsNumber = {
  * @publicApi
  */
 @Entity({ name: 'locking_log' })
-@Check('locking_log_status_ck', `status IN ('ACQUIRED', 'BUSINESS_DONE', 'RELEASED', 'REAPED', 'RECOVERED')`)
 export class LockingLogEntity {
   /** The grant's stamp (and fencing token). */
   @PrimaryColumn({ name: 'stamp', type: 'bigint', transformer: bigintAsNumber })
@@ -41,6 +40,8 @@ export class LockingLogEntity {
   status!: LockLogStatus;
 
   /** When it was granted. */
+  // A BRIN index the migration creates; TypeORM cannot declare BRIN, so `synchronize` must leave it alone.
+  @Index('locking_log_acquired_brin', { synchronize: false })
   @Column({ name: 'acquired', type: 'timestamptz', default: () => 'now()' })
   acquired!: Date;
 

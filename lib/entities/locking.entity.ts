@@ -1,4 +1,4 @@
-import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
 const bigintAsNumber = {
@@ -13,7 +13,6 @@ const bigintAsNumber = {
  * @publicApi
  */
 @Entity({ name: 'locking' })
-@Check('locking_mode_ck', `mode IN ('R', 'W')`)
 export class LockingEntity {
   /** The lock's name. */
   @PrimaryColumn({ name: 'lock_name', type: 'varchar', length: 200, primaryKeyConstraintName: 'locking_pk' })

@@ -1,21 +1,13 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from '../store/postgres-lock.schema.sql.js';
+import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**
- * Creates the lock engine's sequence, tables (`locking`, `locking_permissions`) and functions.
+ * Creates the lock engine's sequence, tables and functions. `down` drops them all (and every lock held in them).
  * @publicApi
  */
-export class CreateLockTables1763683200000 implements MigrationInterface {
+export class CreateLockTables1763683200000 extends LockSqlMigration {
   /** Migration name recorded in TypeORM's migrations table. */
   readonly name = 'CreateLockTables1763683200000';
-
-  /** Creates the schema. */
-  async up(queryRunner: QueryRunner): Promise<void> {
-    for (const statement of CREATE_LOCK_SCHEMA) await queryRunner.query(statement);
-  }
-
-  /** Drops the schema (and every lock held in it). */
-  async down(queryRunner: QueryRunner): Promise<void> {
-    for (const statement of DROP_LOCK_SCHEMA) await queryRunner.query(statement);
-  }
+  protected readonly upStatements = CREATE_LOCK_SCHEMA;
+  protected readonly downStatements = DROP_LOCK_SCHEMA;
 }

@@ -1,9 +1,12 @@
 import { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
+import { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
+export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
 
 /**
- * The migrations of nestjs-db-locks, in order: add them to your DataSource's `migrations`.
+ * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
+ * new versions of the library; `runMigrations` applies those not yet run).
  * @publicApi
  */
-export const LOCK_MIGRATIONS = [CreateLockTables1763683200000] as const;
+export const LOCK_MIGRATIONS = [CreateLockTables1763683200000, FasterLockFunctions1795247677000] as const;

@@ -1,17 +1,99 @@
 /**
- * The PostgreSQL schema of nestjs-db-locks: sequence, tables and the engine's functions, as run by the shipped
- * migration. Statements of the running engine are in `postgres-lock.queries.sql.ts`.
+ * The PostgreSQL schema of nestjs-db-locks: sequence, tables and the engine's functions, as run by the first shipped
+ * migration (`postgres-lock.schema-v2.sql.ts` has the second). Statements of the running engine are in `postgres-lock.queries.sql.ts`.
  * @internal
  */
-
-/** Namespace (first key) of the transaction advisory locks taken by `locking_try_acquire`, one per lock name. */
-export const ADVISORY_NAMESPACE = 1_819_239_275; // 'lock' in ASCII
+import * as Fragment from './postgres-lock.fragments.sql.js';
 
 /** The LISTEN/NOTIFY channel on which freed lock names are announced. */
 export const NOTIFY_CHANNEL = 'nestjs_db_locks';
 
-/** Statuses of a grant that still holds its locks. */
-const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
+/** Statuses of a grant that still holds its locks, as an SQL list. */
+export const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
+
+/**
+ * `locking_try_acquire` as created by the first migration (and restored by the second one's `down`).
+ *
+ * One call acquires a batch of groups (the concurrent tryLocks of one process; usually just one): one round trip,
+ * one commit. The batch's names are serialised with transaction advisory locks taken in sorted key order (no
+ * deadlock, no serialization failure). Each statement of a VOLATILE function takes a fresh READ COMMITTED snapshot,
+ * so the checks see every grant committed by the previous holder of an advisory lock (released only once its commit
+ * is visible), and each group also sees the rows inserted for the groups before it in the batch. Permits are read
+ * in the check, from committed rows, never from a client cache. Measured choices (README, "Design and
+ * performance"): queueing on a busy name beats answering 0 early, and the check is inline because PL/pgSQL caches
+ * its plan where a separate SQL function would be planned on every call.
+ */
+export const TRY_ACQUIRE_FUNCTION_V1 = `CREATE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
+   DECLARE
+${Fragment.TRY_ACQUIRE_VARIABLES}
+   BEGIN
+${Fragment.REQUIRE_READ_COMMITTED}
+${Fragment.LOCK_NAMES_THEN_EACH_GROUP}
+       IF EXISTS (
+         SELECT 1
+         FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[]) AS r(name, mode)
+         LEFT JOIN locking_permissions p ON p.lock_name = r.name AND p.mode = r.mode
+         CROSS JOIN LATERAL (SELECT coalesce(p.permits,
+                               CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END) AS permits) AS lim
+         WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
+            OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
+                                      LIMIT lim.permits) AS held) >= lim.permits
+            -- Writer preference: a reader yields to a writer waiting for the name.
+            OR (r.mode = 'R' AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
+                                         AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter))
+       ) THEN
+         v_stamps := v_stamps || 0::bigint;
+       ELSE
+         v_stamp := nextval('locking_stamp_seq');
+         -- The lock rows and the log row in one statement.
+         WITH locks AS (
+           INSERT INTO locking (lock_name, mode, app_id, stamp)
+             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode))
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+${Fragment.RECORD_GRANT_AND_NEXT_GROUP}`;
+
+/**
+ * `locking_release` as created by the first migration (and restored by the second one's `down`).
+ *
+ * Releases a batch of stamps; returns those that matched a row of the app. Stamp by stamp (measured faster than one
+ * `stamp = ANY($2)` delete for the usual single stamp); the log row turns RELEASED in the same transaction. The
+ * commit may skip waiting for the WAL flush: freeing a lock early can never break exclusion, and the next durable
+ * grant flushes it anyway.
+ */
+export const RELEASE_FUNCTION_V1 = `CREATE FUNCTION ${Fragment.RELEASE_SIGNATURE}
+   DECLARE
+     v_stamp    bigint;
+     v_names    text[];
+     v_waited   boolean;
+     v_freed    text[] := '{}';
+     v_released bigint[] := '{}';
+   BEGIN
+     IF p_async THEN
+       PERFORM set_config('synchronous_commit', 'off', true);
+     END IF;
+     FOREACH v_stamp IN ARRAY p_stamps LOOP
+       -- One statement per stamp (measured cheaper than three): delete the lock rows, log RELEASED, and learn
+       -- whether anybody waits for the names (usually nobody: then no notification is sent at all).
+       WITH deleted AS (DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp RETURNING 1)
+       UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+        WHERE stamp = v_stamp AND status IN ${LIVE} AND EXISTS (SELECT 1 FROM deleted)
+       RETURNING lock_names, EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (lock_names))
+         INTO v_names, v_waited;
+       IF FOUND THEN
+         v_released := v_released || v_stamp;
+         IF v_waited THEN
+           v_freed := v_freed || v_names;
+         END IF;
+       END IF;
+     END LOOP;
+     IF cardinality(v_freed) > 0 THEN
+       PERFORM locking_notify_freed(v_freed);
+     END IF;
+     RETURN v_released;
+   END
+   $fn$`;
 
 export const CREATE_LOCK_SCHEMA: readonly string[] = [
   `CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE`,
@@ -88,113 +170,8 @@ export const CREATE_LOCK_SCHEMA: readonly string[] = [
    $fn$`,
   `CREATE TRIGGER locking_permissions_notify AFTER INSERT OR UPDATE OR DELETE ON locking_permissions
      FOR EACH STATEMENT EXECUTE FUNCTION locking_permissions_changed()`,
-  // One call acquires a batch of groups (the concurrent tryLocks of one process; usually just one): one round trip,
-  // one commit. The batch's names are serialised with transaction advisory locks taken in sorted key order (no
-  // deadlock, no serialization failure). Each statement of a VOLATILE function takes a fresh READ COMMITTED snapshot,
-  // so the checks see every grant committed by the previous holder of an advisory lock (released only once its commit
-  // is visible), and each group also sees the rows inserted for the groups before it in the batch. Permits are read
-  // in the check, from committed rows, never from a client cache. Measured choices (README, "Design and
-  // performance"): queueing on a busy name beats answering 0 early, and the check is inline because PL/pgSQL caches
-  // its plan where a separate SQL function would be planned on every call.
-  `CREATE FUNCTION locking_try_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[],
-                                      p_group_ends integer[], p_waiters text[], p_default_read integer,
-                                      p_default_write integer, p_lease_ms integer)
-   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_key    integer;
-     v_from   integer := 1;
-     v_to     integer;
-     v_stamp  bigint;
-     v_stamps bigint[] := '{}';
-     v_group  integer := 0;
-     v_waiter text;
-   BEGIN
-     IF current_setting('transaction_isolation') <> 'read committed' THEN
-       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
-         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
-     END IF;
-     IF cardinality(p_names) = 1 THEN
-       -- The most common call, one lock: no sort needed (a simple expression, no query).
-       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(p_names[1]));
-     ELSE
-       FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
-         PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, v_key);
-       END LOOP;
-     END IF;
-     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
-     FOREACH v_to IN ARRAY p_group_ends LOOP
-       v_group := v_group + 1;
-       v_waiter := p_waiters[v_group];
-       IF EXISTS (
-         SELECT 1
-         FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[]) AS r(name, mode)
-         LEFT JOIN locking_permissions p ON p.lock_name = r.name AND p.mode = r.mode
-         CROSS JOIN LATERAL (SELECT coalesce(p.permits,
-                               CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END) AS permits) AS lim
-         WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
-            OR (SELECT count(*) FROM (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode
-                                      LIMIT lim.permits) AS held) >= lim.permits
-            -- Writer preference: a reader yields to a writer waiting for the name.
-            OR (r.mode = 'R' AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
-                                         AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter))
-       ) THEN
-         v_stamps := v_stamps || 0::bigint;
-       ELSE
-         v_stamp := nextval('locking_stamp_seq');
-         -- The lock rows and the log row in one statement.
-         WITH locks AS (
-           INSERT INTO locking (lock_name, mode, app_id, stamp)
-             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode))
-         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
-           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
-                   now() + p_lease_ms * interval '1 millisecond');
-         IF v_waiter IS NOT NULL THEN
-           DELETE FROM locking_waiters WHERE waiter = v_waiter;
-         END IF;
-         v_stamps := v_stamps || v_stamp;
-       END IF;
-       v_from := v_to + 1;
-     END LOOP;
-     RETURN v_stamps;
-   END
-   $fn$`,
-  // Releases a batch of stamps; returns those that matched a row of the app. Stamp by stamp (measured faster than one
-  // `stamp = ANY($2)` delete for the usual single stamp); the log row turns RELEASED in the same transaction. The
-  // commit may skip waiting for the WAL flush: freeing a lock early can never break exclusion, and the next durable
-  // grant flushes it anyway.
-  `CREATE FUNCTION locking_release(p_app_id text, p_stamps bigint[], p_async boolean)
-   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_stamp    bigint;
-     v_names    text[];
-     v_waited   boolean;
-     v_freed    text[] := '{}';
-     v_released bigint[] := '{}';
-   BEGIN
-     IF p_async THEN
-       PERFORM set_config('synchronous_commit', 'off', true);
-     END IF;
-     FOREACH v_stamp IN ARRAY p_stamps LOOP
-       -- One statement per stamp (measured cheaper than three): delete the lock rows, log RELEASED, and learn
-       -- whether anybody waits for the names (usually nobody: then no notification is sent at all).
-       WITH deleted AS (DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp RETURNING 1)
-       UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
-        WHERE stamp = v_stamp AND status IN ${LIVE} AND EXISTS (SELECT 1 FROM deleted)
-       RETURNING lock_names, EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (lock_names))
-         INTO v_names, v_waited;
-       IF FOUND THEN
-         v_released := v_released || v_stamp;
-         IF v_waited THEN
-           v_freed := v_freed || v_names;
-         END IF;
-       END IF;
-     END LOOP;
-     IF cardinality(v_freed) > 0 THEN
-       PERFORM locking_notify_freed(v_freed);
-     END IF;
-     RETURN v_released;
-   END
-   $fn$`,
+  TRY_ACQUIRE_FUNCTION_V1,
+  RELEASE_FUNCTION_V1,
   // Extends the leases of an app's grants (one statement for all of them); returns the stamps still held.
   `CREATE FUNCTION locking_renew(p_app_id text, p_stamps bigint[], p_lease_ms integer)
    RETURNS bigint[] LANGUAGE sql VOLATILE AS $fn$

@@ -1,0 +1,62 @@
+import pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/** Sequential scans of `locking` and `locking_log` so far in the session's open transaction. */
+async function seqScans(client: pg.Client): Promise<{ locking: number; log: number }> {
+  const { rows } = await client.query<{ locking: string; log: string }>(
+    `SELECT pg_stat_get_xact_numscans('locking'::regclass) AS locking,
+            pg_stat_get_xact_numscans('locking_log'::regclass) AS log`,
+  );
+  return { locking: Number(rows[0]?.locking), log: Number(rows[0]?.log) };
+}
+
+describe('engine functions plan index scans', () => {
+  let db: TestDatabase;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  // Statistics of empty tables (a fresh install, or an ANALYZE right after a prune) make sequential scans look free;
+  // on tables that churn, they read every dead row at every call until the next ANALYZE.
+  it('never scans locking or locking_log sequentially, even when their statistics say they are empty', async () => {
+    await client.query('VACUUM ANALYZE locking, locking_log');
+    await client.query('BEGIN');
+    try {
+      // More calls than PostgreSQL's five custom plans, so that the cached generic plans are used as well.
+      for (let i = 0; i < 8; i++) {
+        const names = i % 2 === 0 ? ['P1'] : ['P1', 'P2'];
+        const modes = i % 2 === 0 ? ['W'] : ['R', 'R'];
+        const { rows } = await client.query<{ stamps: string[] }>(
+          `SELECT locking_try_acquire('plans', 'plans-1', $1::text[], $2::text[], ARRAY[$3::integer], ARRAY[NULL]::text[],
+             1, 1, 60000) AS stamps`,
+          [names, modes, names.length],
+        );
+        const stamp = Number(rows[0]?.stamps[0]);
+        expect(stamp).toBeGreaterThan(0);
+        // A held name takes the permits path of the check.
+        const { rows: busy } = await client.query<{ stamps: string[] }>(
+          `SELECT locking_try_acquire('plans', 'plans-1', ARRAY['P1'], ARRAY['W'], ARRAY[1], ARRAY[NULL]::text[], 1, 1,
+             60000) AS stamps`,
+        );
+        expect(busy[0]?.stamps).toEqual(['0']);
+        const { rows: released } = await client.query<{ released: string[] }>(
+          `SELECT locking_release('plans', ARRAY[$1::bigint], false) AS released`,
+          [stamp],
+        );
+        expect(released[0]?.released).toEqual([String(stamp)]);
+      }
+      expect(await seqScans(client)).toEqual({ locking: 0, log: 0 });
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  });
+});

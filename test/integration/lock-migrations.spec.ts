@@ -1,0 +1,78 @@
+import { DataSource } from 'typeorm';
+import { LOCK_ENTITIES, LOCK_MIGRATIONS, type LockService } from 'nestjs-db-locks';
+import { createLockApp } from '../support/lock-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+
+/** The CHECK constraints of the hot-path tables (the second migration drops them, its `down` restores them). */
+async function hotPathChecks(db: TestDatabase): Promise<string[]> {
+  const rows = await db.query<{ conname: string }>(
+    `SELECT conname FROM pg_constraint WHERE contype = 'c' AND conrelid IN ('locking'::regclass, 'locking_log'::regclass)
+     ORDER BY conname`,
+  );
+  return rows.map((row) => row.conname);
+}
+
+/** Grant, refuse, release and grant again: what every version of the functions must do. */
+async function exerciseEngine(locks: LockService): Promise<void> {
+  const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
+  expect(stamp).toBeGreaterThan(0);
+  expect(await locks.tryLocks(['M_READ'])).toBe(0);
+  expect(await locks.tryLocks(['N_READ'])).toBe(0); // read permits 1 (default)
+  await locks.releaseLocks(stamp);
+  const again = await locks.tryLocks(['M_READ']);
+  expect(again).toBeGreaterThan(stamp);
+  await locks.releaseLocks(again);
+}
+
+describe('shipped migrations', () => {
+  let db: TestDatabase;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    db = await createTestDatabase({ migrate: false });
+    dataSource = new DataSource({
+      type: 'postgres',
+      url: db.url,
+      entities: [...LOCK_ENTITIES],
+      migrations: [...LOCK_MIGRATIONS],
+    });
+    await dataSource.initialize();
+  });
+
+  afterAll(async () => {
+    await dataSource.destroy();
+    await db.drop();
+  });
+
+  it('run in order, and the engine works at each version, down and up again', async () => {
+    const applied = await dataSource.runMigrations();
+    expect(applied.map((migration) => migration.name)).toEqual(LOCK_MIGRATIONS.map((migration) => migration.name));
+    expect(await hotPathChecks(db)).toEqual([]);
+    let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    await dataSource.undoLastMigration();
+    expect(await hotPathChecks(db)).toEqual(['locking_log_status_ck', 'locking_mode_ck']);
+    app = await createLockApp(db.url, { appId: 'first' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    expect((await dataSource.runMigrations()).length).toBe(1);
+    app = await createLockApp(db.url, { appId: 'latest-again' });
+    await exerciseEngine(app.locks);
+    await app.close();
+  });
+
+  it('leave nothing for `synchronize` to change: LOCK_ENTITIES match the migrated schema', async () => {
+    const pending = await dataSource.driver.createSchemaBuilder().log();
+    expect(pending.upQueries.map((query) => query.query)).toEqual([]);
+  });
+
+  it('refuse a mode other than R or W even without the CHECK constraint', async () => {
+    await expect(
+      db.query(`SELECT locking_try_acquire('x', 'x', ARRAY['BAD'], ARRAY['X'], ARRAY[1], ARRAY[NULL]::text[], 1, 1, 1000)`),
+    ).rejects.toThrow(/modes must be R or W/);
+    expect(await db.query('SELECT * FROM locking')).toEqual([]);
+  });
+});
