@@ -3,21 +3,22 @@ import { LockLostError } from '../errors/index.js';
 import { LockStore } from '../store/lock.store.js';
 
 /**
- * The grants this process holds, each with an `AbortController` that fires when the grant is known to be lost. The
- * renewal task extends all of their leases in one statement; a grant the renewal no longer finds (reaped, recovered)
- * is aborted, and so is every grant when the instance loses its `appId`.
+ * The grants this process holds, each with an `AbortController` (made when somebody first asks for its signal: most
+ * grants never need one) that fires when the grant is known to be lost. The renewal task extends all of their leases
+ * in one statement; a grant the renewal no longer finds (reaped, recovered) is aborted, and so is every grant when the
+ * instance loses its `appId`.
  * @internal
  */
 @Injectable()
 export class LockLeases {
   private readonly logger = new Logger('LockModule');
-  private readonly held = new Map<number, AbortController>();
+  private readonly held = new Map<number, AbortController | null>();
 
   constructor(@Inject(LockStore) private readonly store: LockStore) {}
 
   /** Starts tracking a new grant. */
   track(stamp: number): void {
-    this.held.set(stamp, new AbortController());
+    this.held.set(stamp, null);
   }
 
   /** Stops tracking a released grant (its signal stays as it is). */
@@ -32,16 +33,22 @@ export class LockLeases {
 
   /** The grant's signal; an already aborted one for a stamp this process does not hold. */
   signal(stamp: number): AbortSignal {
-    return this.held.get(stamp)?.signal ?? AbortSignal.abort(new LockLostError(stamp, 'not held by this process'));
+    if (!this.held.has(stamp)) return AbortSignal.abort(new LockLostError(stamp, 'not held by this process'));
+    let controller = this.held.get(stamp);
+    if (!controller) {
+      controller = new AbortController();
+      this.held.set(stamp, controller);
+    }
+    return controller.signal;
   }
 
   /** Marks one grant lost. */
   lose(stamp: number, reason: string): void {
+    if (!this.held.has(stamp)) return;
     const controller = this.held.get(stamp);
-    if (!controller) return;
     this.held.delete(stamp);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
-    controller.abort(new LockLostError(stamp, reason));
+    controller?.abort(new LockLostError(stamp, reason));
   }
 
   /** Marks every grant lost (recovery ran, or the instance lost its app id). */
