@@ -150,8 +150,8 @@ const seconds = (value: number): string => `${Number(value.toFixed(3))} s`;
 
 export function formatMachine(machine: MachineInfo, workloads: readonly Workload[], plan: BenchPlan): string {
   const hygiene = plan.checkpoints
-    ? 'VACUUM between slices, CHECKPOINT per round'
-    : 'VACUUM between slices (CHECKPOINT not permitted)';
+    ? 'VACUUM and CHECKPOINT before every slice'
+    : 'VACUUM before every slice (CHECKPOINT not permitted)';
   return [
     `CPU:        ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB RAM`,
     `Node:       ${machine.node}`,
