@@ -33,6 +33,9 @@ export class InstanceLock implements OnModuleDestroy {
   /** Called by the renewal task: takes the app id again if the connection that held it broke. */
   async ensure(): Promise<void> {
     if (!this.session || this.session.alive) return;
+    // Hand the broken connection back to the pool (which destroys it): kept, it would hold a pool slot for good,
+    // and the DataSource could never close.
+    this.session.close();
     this.session = await this.store.claimAppId();
     if (this.session) {
       this.logger.warn(`Instance lock of app "${this.options.appId}" re-taken after its connection broke`);

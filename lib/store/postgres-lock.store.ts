@@ -15,6 +15,7 @@ import { isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { RequestBatcher } from './request-batcher.util.js';
+import { SessionLane } from './session-lane.util.js';
 
 const MODE_CODE = { read: 'R', write: 'W' } as const;
 
@@ -48,6 +49,8 @@ interface LogRow {
  */
 export class PostgresLockStore extends LockStore {
   private retryCount = 0;
+  /** The instance session's connection, used by acquisitions and releases while it is idle. */
+  private readonly hotLane = new SessionLane();
   private readonly acquisitions = new RequestBatcher<AcquireRequest, number>(
     (groups) => this.acquireBatch(groups),
     MAX_BATCHES_IN_FLIGHT,
@@ -113,6 +116,7 @@ export class PostgresLockStore extends LockStore {
     }
     const { appId, instance, defaultPermits, leaseMs } = this.options;
     const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
+      lane: this.hotLane,
       name: 'nestjs_db_locks_try_acquire',
       text: SQL.TRY_ACQUIRE_GROUPS,
       values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
@@ -122,6 +126,7 @@ export class PostgresLockStore extends LockStore {
 
   private async releaseBatch(stamps: readonly number[]): Promise<boolean[]> {
     const result = await this.run<{ released: string[] }>('releaseLocks', false, {
+      lane: this.hotLane,
       name: 'nestjs_db_locks_release',
       text: SQL.RELEASE_GROUPS,
       values: [this.options.appId, stamps, this.options.asyncRelease],
@@ -177,7 +182,7 @@ export class PostgresLockStore extends LockStore {
 
   async claimAppId(): Promise<InstanceSession | undefined> {
     const { appId, instance } = this.options;
-    return openInstanceSession(await this.connect('claimAppId'), appId, instance);
+    return openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotLane);
   }
 
   async describeAppIdHolder(): Promise<string> {
@@ -232,16 +237,20 @@ export class PostgresLockStore extends LockStore {
     });
   }
 
-  /** Runs one statement, retrying transient failures with exponential backoff and full jitter. */
+  /**
+   * Runs one statement (on `lane` when given and idle, else on the pool), retrying transient failures with
+   * exponential backoff and full jitter.
+   */
   private async run<R extends QueryResultRow = QueryResultRow>(
     operation: string,
     grants: boolean,
-    query: QueryConfig,
+    { lane, ...query }: QueryConfig & { lane?: SessionLane },
   ): Promise<QueryResult<R>> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.pool().query<R>(query);
+        const pool = this.pool();
+        return await (lane ? lane.query<R>(pool, query) : pool.query<R>(query));
       } catch (error) {
         if (!isTransientDriverError(error) || attempt >= maxAttempts) {
           throw toLockError(error, operation, grants);

@@ -3,6 +3,7 @@ import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.st
 import { toLockError } from './pg-error.util.js';
 import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
 import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
+import type { SessionLane } from './session-lane.util.js';
 
 /**
  * Sessions that outlive one statement, each on a connection of its own taken out of the DataSource's pool and
@@ -10,11 +11,15 @@ import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
  * @internal
  */
 
-/** Names the session in `pg_stat_activity` and takes the instance lock of `appId`; undefined when a twin holds it. */
+/**
+ * Names the session in `pg_stat_activity` and takes the instance lock of `appId`; undefined when a twin holds it.
+ * While the session lives, `lane` sends the hot path's statements on its connection when it is idle.
+ */
 export async function openInstanceSession(
   client: PoolClient,
   appId: string,
   instance: string,
+  lane: SessionLane,
 ): Promise<InstanceSession | undefined> {
   const session = { alive: true, close: (): void => undefined };
   const onError = () => {
@@ -27,18 +32,18 @@ export async function openInstanceSession(
     ]);
     const claimed = (await client.query<{ claimed: boolean }>(TRY_CLAIM_APP_ID, [appId])).rows[0];
     if (!claimed?.claimed) {
-      client.off('error', onError);
       client.release(true);
       return undefined;
     }
   } catch (error) {
-    client.off('error', onError);
-    client.release(true);
+    client.release(true); // onError stays attached: a broken connection may still emit 'error'
     throw toLockError(error, 'claimAppId', false);
   }
+  lane.attach(client, () => session.alive);
   session.close = () => {
     session.alive = false;
-    client.off('error', onError);
+    lane.detach(client);
+    // onError stays attached: a broken connection may still emit 'error' while it is destroyed.
     client.release(true); // destroying the connection frees the instance lock
   };
   return session;

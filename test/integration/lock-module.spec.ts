@@ -12,6 +12,7 @@ import {
 } from 'nestjs-db-locks';
 import pg from 'pg';
 import { createLockApp } from '../support/lock-app.js';
+import { until } from '../support/until.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 async function boot(imports: unknown[]) {
@@ -198,6 +199,37 @@ describe('database failures become typed errors', () => {
       expect((error as LockStoreError).outcomeUnknown).toBe(true);
     } finally {
       await blocker.query('COMMIT');
+      await app.close();
+    }
+  });
+
+  it('acquires and releases on the instance session while it lives, and on the pool while it is gone', async () => {
+    const app = await createLockApp(db.url, { appId: 'lane', renewIntervalMs: 100 });
+    const instanceSession = async () =>
+      (
+        await db.query<{ pid: number; query: string }>(
+          `SELECT pid, query FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name LIKE 'nestjs-db-locks lane %'`,
+        )
+      )[0];
+    try {
+      const stamp = await app.locks.tryLocks(['LANE_WRITE']);
+      expect((await instanceSession())?.query).toContain('locking_try_acquire');
+      await app.locks.releaseLocks(stamp);
+      const first = await instanceSession();
+      expect(first?.query).toContain('locking_release');
+
+      await db.query('SELECT pg_terminate_backend($1)', [first!.pid]);
+      await until(async () => (await instanceSession())?.pid !== first!.pid);
+      const meanwhile = await app.locks.tryLocks(['LANE_WRITE']); // the pool serves while the session is gone
+      expect(meanwhile).toBeGreaterThan(stamp);
+      await app.locks.releaseLocks(meanwhile);
+
+      await until(async () => (await instanceSession()) !== undefined); // the renewal task took the app id again
+      const again = await app.locks.tryLocks(['LANE_WRITE']);
+      await app.locks.releaseLocks(again);
+      expect((await instanceSession())?.query).toContain('locking_release');
+    } finally {
       await app.close();
     }
   });
