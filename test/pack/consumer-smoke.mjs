@@ -1,6 +1,8 @@
 // Packs the library, installs the tarball into a fresh Nest application in a temporary folder, compiles that
 // application with TypeScript against the published type declarations, and runs it: LockModule.forRoot and
 // LockService.tryLocks must work through `import { … } from 'nestjs-db-locks'`, exactly as a user gets them.
+// With `--oldest-peers` the application uses the oldest versions the peer ranges allow (Nest 11, @nestjs/schedule 6,
+// TypeORM 0.3) instead of the versions this repository develops with.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,8 +17,14 @@ chmodSync(work, 0o755);
 const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 
 const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop() ?? '');
+/** The lower bound of each peer range that has several majors, e.g. `^11.0.0 || ^12.0.0` → `^11.0.0`. */
+const OLDEST = process.argv.includes('--oldest-peers');
 /** @type {(name: string) => string} */
-const versionOf = (name) => own.devDependencies[name];
+const versionOf = (name) => {
+  if (OLDEST && name === '@nestjs/platform-express') return versionOf('@nestjs/core');
+  const peer = own.peerDependencies[name];
+  return OLDEST && peer ? peer.split('||')[0].trim() : own.devDependencies[name];
+};
 const app = join(work, 'app');
 mkdirSync(join(app, 'src'), { recursive: true });
 writeFileSync(
@@ -87,11 +95,15 @@ if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp 
 if (whileHeld.status !== 423 || afterRelease.status !== 200) {
   throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
 }
-console.log('consumer ok: stamp ' + stamp + ', HTTP 423 while held, 200 after release');
+console.log('consumer ok (' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release');
 `,
 );
 run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
 run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
+const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg'].map(
+  (name) => `${name}@${JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version}`,
+);
+console.log(`consumer app with ${installed.join(', ')}`);
 
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
