@@ -47,10 +47,13 @@ export const LOCK_NAMES_THEN_EACH_GROUP = `     IF cardinality(p_names) = 1 THEN
        v_group := v_group + 1;
        v_waiter := p_waiters[v_group];`;
 
-/** After a group's rows are inserted: drops its waiter rows, records its stamp, closes the loop and the function. @internal */
-export const RECORD_GRANT_AND_NEXT_GROUP = `         IF v_waiter IS NOT NULL THEN
+/** After a grant: the waiter rows of its caller (`v_waiter`, null when it did not wait) go. @internal */
+export const DROP_WAITER_ROWS = `         IF v_waiter IS NOT NULL THEN
            DELETE FROM locking_waiters WHERE waiter = v_waiter;
-         END IF;
+         END IF;`;
+
+/** After a group's rows are inserted: drops its waiter rows, records its stamp, closes the loop and the function. @internal */
+export const RECORD_GRANT_AND_NEXT_GROUP = `${DROP_WAITER_ROWS}
          v_stamps := v_stamps || v_stamp;
        END IF;
        v_from := v_to + 1;

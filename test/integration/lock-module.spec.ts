@@ -213,11 +213,15 @@ describe('database failures become typed errors', () => {
         )
       )[0];
     try {
+      // One lock: the scalar twin; a group of two: the batch function. One stamp: the scalar twin.
+      const pair = await app.locks.tryLocks(['LANE2_WRITE', 'LANE3_READ']);
+      expect((await instanceSession())?.query).toContain('locking_try_acquire(');
+      await app.locks.releaseLocks(pair);
       const stamp = await app.locks.tryLocks(['LANE_WRITE']);
-      expect((await instanceSession())?.query).toContain('locking_try_acquire');
+      expect((await instanceSession())?.query).toContain('locking_try_acquire_one(');
       await app.locks.releaseLocks(stamp);
       const first = await instanceSession();
-      expect(first?.query).toContain('locking_release');
+      expect(first?.query).toContain('locking_release_one(');
 
       await db.query('SELECT pg_terminate_backend($1)', [first!.pid]);
       await until(async () => (await instanceSession())?.pid !== first!.pid);
@@ -228,7 +232,7 @@ describe('database failures become typed errors', () => {
       await until(async () => (await instanceSession()) !== undefined); // the renewal task took the app id again
       const again = await app.locks.tryLocks(['LANE_WRITE']);
       await app.locks.releaseLocks(again);
-      expect((await instanceSession())?.query).toContain('locking_release');
+      expect((await instanceSession())?.query).toContain('locking_release_one(');
     } finally {
       await app.close();
     }

@@ -1,0 +1,156 @@
+import type { QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import { LockTablesMissingError } from '../errors/index.js';
+import type { LockRequest } from '../interfaces/index.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { sqlStateOf } from './pg-error.util.js';
+import * as SQL from './postgres-lock.queries.sql.js';
+import { RequestBatcher } from './request-batcher.util.js';
+import { SessionLane } from './session-lane.util.js';
+
+/** Batches of one process in flight at once, and groups (or stamps) per batch. */
+const MAX_BATCHES_IN_FLIGHT = 2;
+const MAX_BATCH_SIZE = 32;
+
+/** One caller's group in an acquisition batch. */
+interface AcquireRequest {
+  readonly group: readonly LockRequest[];
+  readonly waiter?: string;
+}
+
+/** Runs one statement with the store's retry policy and error mapping (`PostgresLockStore.run`). @internal */
+export type StatementRunner = <R extends QueryResultRow>(
+  operation: string,
+  grants: boolean,
+  query: QueryConfig & { lane?: SessionLane },
+) => Promise<QueryResult<R>>;
+
+/**
+ * The hot path of `PostgresLockStore`: acquisitions and releases, one round trip and one commit each, as named
+ * prepared statements.
+ * - Concurrent calls of this process are coalesced (`RequestBatcher`): under load one round trip and one commit
+ *   serve many callers.
+ * - A batch of one (the common call: one caller, one lock; one stamp) uses the scalar twin of the batch function
+ *   (`locking_try_acquire_one`, `locking_release_one`), which decides with the same SQL text for about 12 µs less
+ *   server time each (no arrays to parse, no loops).
+ * - Statements go on the instance session's connection while it is idle (`lane`), else on the pool.
+ * @internal
+ */
+export class PostgresHotPath {
+  /** The instance session's connection, attached while that session lives. */
+  readonly lane = new SessionLane();
+  /**
+   * False once the database answered that the scalar twins do not exist: the schema is at the first migration (the
+   * second has not run yet). The batch functions of every version serve the same calls, a little slower, until the
+   * instance restarts.
+   */
+  private scalarTwins = true;
+  private readonly acquisitions = new RequestBatcher<AcquireRequest, number>(
+    (groups) => this.acquireBatch(groups),
+    MAX_BATCHES_IN_FLIGHT,
+    MAX_BATCH_SIZE,
+  );
+  private readonly releases = new RequestBatcher<number, boolean>(
+    (stamps) => this.releaseBatch(stamps),
+    MAX_BATCHES_IN_FLIGHT,
+    MAX_BATCH_SIZE,
+  );
+
+  constructor(
+    private readonly run: StatementRunner,
+    private readonly options: ResolvedLockOptions,
+  ) {}
+
+  /** The group's stamp, or 0 when some lock is not available. */
+  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+    return this.acquisitions.submit({ group, waiter });
+  }
+
+  /** Whether `stamp` matched a live grant of this app (now released). */
+  release(stamp: number): Promise<boolean> {
+    return this.releases.submit(stamp);
+  }
+
+  private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
+    const { appId, instance, defaultPermits, leaseMs } = this.options;
+    const [only] = requests;
+    const lock = only?.group[0];
+    if (requests.length === 1 && only?.group.length === 1 && lock) {
+      const stamp = await this.withScalarTwin(async () => {
+        const result = await this.run<{ stamp: string }>('tryLocks', true, {
+          lane: this.lane,
+          name: 'nestjs_db_locks_try_acquire_one',
+          text: SQL.TRY_ACQUIRE_ONE,
+          values: [
+            appId,
+            instance,
+            lock.name,
+            SQL.MODE_CODE[lock.mode],
+            only.waiter ?? null,
+            defaultPermits.read,
+            defaultPermits.write,
+            leaseMs,
+          ],
+        });
+        return Number(result.rows[0]?.stamp ?? 0);
+      });
+      if (stamp !== undefined) return [stamp];
+    }
+    const names: string[] = [];
+    const modes: string[] = [];
+    const ends: number[] = [];
+    const waiters: Array<string | null> = [];
+    for (const { group, waiter } of requests) {
+      for (const request of group) {
+        names.push(request.name);
+        modes.push(SQL.MODE_CODE[request.mode]);
+      }
+      ends.push(names.length);
+      waiters.push(waiter ?? null);
+    }
+    const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
+      lane: this.lane,
+      name: 'nestjs_db_locks_try_acquire',
+      text: SQL.TRY_ACQUIRE_GROUPS,
+      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
+    });
+    return (result.rows[0]?.stamps ?? []).map(Number);
+  }
+
+  private async releaseBatch(stamps: readonly number[]): Promise<boolean[]> {
+    const { appId, asyncRelease } = this.options;
+    if (stamps.length === 1) {
+      const released = await this.withScalarTwin(async () => {
+        const result = await this.run<{ released: boolean }>('releaseLocks', false, {
+          lane: this.lane,
+          name: 'nestjs_db_locks_release_one',
+          text: SQL.RELEASE_ONE,
+          values: [appId, stamps[0], asyncRelease],
+        });
+        return result.rows[0]?.released === true;
+      });
+      if (released !== undefined) return [released];
+    }
+    const result = await this.run<{ released: string[] }>('releaseLocks', false, {
+      lane: this.lane,
+      name: 'nestjs_db_locks_release',
+      text: SQL.RELEASE_GROUPS,
+      values: [appId, stamps, asyncRelease],
+    });
+    const released = new Set((result.rows[0]?.released ?? []).map(Number));
+    // The same stamp twice in one batch is released once: the second caller gets false, like a second release.
+    return stamps.map((stamp) => released.delete(stamp));
+  }
+
+  /** Runs `call` on a scalar twin; undefined when the twins do not exist (then the batch function serves). */
+  private async withScalarTwin<T>(call: () => Promise<T>): Promise<T | undefined> {
+    if (!this.scalarTwins) return undefined;
+    try {
+      return await call();
+    } catch (error) {
+      // 42883: no such function. The call failed before it ran, so the batch function may take it over.
+      if (!(error instanceof LockTablesMissingError) || sqlStateOf(error.cause) !== '42883') throw error;
+      this.scalarTwins = false;
+      return undefined;
+    }
+  }
+}
