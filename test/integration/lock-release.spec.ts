@@ -1,30 +1,20 @@
 import { IllegalMonitorStateError } from 'nestjs-db-locks';
-import { createLockApp, type LockApp, type LockInstances, openLockInstances } from '../support/lock-app.js';
+import { createLockApp, type LockApp, useTwoInstances } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('groups, stamps and release', () => {
-  let instances: LockInstances;
-  let db: TestDatabase;
-  let one: LockApp;
-  let two: LockApp;
-
-  beforeAll(async () => {
-    instances = await openLockInstances('one', 'two');
-    ({ db } = instances);
-    [one, two] = instances.apps as [LockApp, LockApp];
-  });
-  afterEach(() => db.query('DELETE FROM locking'));
-  afterAll(() => instances.close());
+  const suite = useTwoInstances();
+  afterEach(() => suite.db.query('DELETE FROM locking'));
 
   it('grants a group whole, with one stamp on every row', async () => {
-    const stamp = await one.locks.tryLocks(['WS2_WRITE', 'WS1_READ']);
+    const stamp = await suite.one.locks.tryLocks(['WS2_WRITE', 'WS1_READ']);
     expect(Number.isSafeInteger(stamp) && stamp > 0).toBe(true);
-    expect(await lockRows(db)).toEqual([
+    expect(await lockRows(suite.db)).toEqual([
       { lock_name: 'WS1', mode: 'R', app_id: 'one', stamp: String(stamp) },
       { lock_name: 'WS2', mode: 'W', app_id: 'one', stamp: String(stamp) },
     ]);
-    const [{ age }] = await db.query<{ age: number }>(
+    const [{ age }] = await suite.db.query<{ age: number }>(
       'SELECT extract(epoch FROM now() - max(created))::float AS age FROM locking',
     );
     expect(age).toBeGreaterThanOrEqual(0);
@@ -32,17 +22,17 @@ describe('groups, stamps and release', () => {
   });
 
   it('refuses a group when one lock is taken, and leaves no row behind', async () => {
-    const held = await two.locks.tryLocks(['X_WRITE']);
-    expect(await one.locks.tryLocks(['W_WRITE', 'X_READ', 'Y_WRITE'])).toBe(0);
-    expect(await lockRows(db)).toEqual([{ lock_name: 'X', mode: 'W', app_id: 'two', stamp: String(held) }]);
+    const held = await suite.two.locks.tryLocks(['X_WRITE']);
+    expect(await suite.one.locks.tryLocks(['W_WRITE', 'X_READ', 'Y_WRITE'])).toBe(0);
+    expect(await lockRows(suite.db)).toEqual([{ lock_name: 'X', mode: 'W', app_id: 'two', stamp: String(held) }]);
     // The other members of the refused group are free.
-    expect(await two.locks.tryLocks(['W_WRITE', 'Y_WRITE'])).toBeGreaterThan(0);
+    expect(await suite.two.locks.tryLocks(['W_WRITE', 'Y_WRITE'])).toBeGreaterThan(0);
   });
 
   it('hands out distinct, increasing stamps', async () => {
     const stamps: number[] = [];
     for (let i = 0; i < 50; i++) {
-      const stamp = await one.locks.tryLocks([`S${i}_WRITE`]);
+      const stamp = await suite.one.locks.tryLocks([`S${i}_WRITE`]);
       stamps.push(stamp);
     }
     expect(new Set(stamps).size).toBe(50);
@@ -50,59 +40,59 @@ describe('groups, stamps and release', () => {
   });
 
   it('throws IllegalMonitorStateError for an unknown stamp', async () => {
-    await expect(one.locks.releaseLocks(987_654_321)).rejects.toThrow(IllegalMonitorStateError);
+    await expect(suite.one.locks.releaseLocks(987_654_321)).rejects.toThrow(IllegalMonitorStateError);
   });
 
   it('only the holder releases: a foreign release throws and the lock stays held', async () => {
-    const stamp = await one.locks.tryLocks(['A_WRITE']);
-    const error = await two.locks.releaseLocks(stamp).catch((e: unknown) => e);
+    const stamp = await suite.one.locks.tryLocks(['A_WRITE']);
+    const error = await suite.two.locks.releaseLocks(stamp).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(IllegalMonitorStateError);
     expect(error).toMatchObject({ stamp, appId: 'two' });
-    expect(await two.locks.tryLocks(['A_WRITE'])).toBe(0);
-    await one.locks.releaseLocks(stamp);
-    expect(await two.locks.tryLocks(['A_WRITE'])).toBeGreaterThan(0);
+    expect(await suite.two.locks.tryLocks(['A_WRITE'])).toBe(0);
+    await suite.one.locks.releaseLocks(stamp);
+    expect(await suite.two.locks.tryLocks(['A_WRITE'])).toBeGreaterThan(0);
   });
 
   it('a second release of the same stamp throws', async () => {
-    const stamp = await one.locks.tryLocks(['A_WRITE', 'B_READ']);
-    await one.locks.releaseLocks(stamp);
-    await expect(one.locks.releaseLocks(stamp)).rejects.toThrow(IllegalMonitorStateError);
-    expect(await lockRows(db)).toEqual([]);
+    const stamp = await suite.one.locks.tryLocks(['A_WRITE', 'B_READ']);
+    await suite.one.locks.releaseLocks(stamp);
+    await expect(suite.one.locks.releaseLocks(stamp)).rejects.toThrow(IllegalMonitorStateError);
+    expect(await lockRows(suite.db)).toEqual([]);
   });
 
   it('releaseAllLocks frees every group of this app only', async () => {
-    await one.locks.tryLocks(['A_WRITE']);
-    await one.locks.tryLocks(['B_WRITE', 'C_READ']);
-    const theirs = await two.locks.tryLocks(['D_WRITE']);
-    expect(await one.locks.releaseAllLocks()).toBe(3);
-    expect(await lockRows(db)).toEqual([{ lock_name: 'D', mode: 'W', app_id: 'two', stamp: String(theirs) }]);
-    expect(one.locks.getStats()).toMatchObject({ retries: 0 });
+    await suite.one.locks.tryLocks(['A_WRITE']);
+    await suite.one.locks.tryLocks(['B_WRITE', 'C_READ']);
+    const theirs = await suite.two.locks.tryLocks(['D_WRITE']);
+    expect(await suite.one.locks.releaseAllLocks()).toBe(3);
+    expect(await lockRows(suite.db)).toEqual([{ lock_name: 'D', mode: 'W', app_id: 'two', stamp: String(theirs) }]);
+    expect(suite.one.locks.getStats()).toMatchObject({ retries: 0 });
   });
 
   it('frees the locks of a crashed instance when it starts again with the same appId', async () => {
-    const doomed = await createLockApp(db.url, { appId: 'crashy' });
+    const doomed = await createLockApp(suite.db.url, { appId: 'crashy' });
     const stamp = await doomed.locks.tryLocks(['JOB_WRITE', 'WS1_READ']);
     expect(stamp).toBeGreaterThan(0);
     // A kill -9: the process is gone without releasing; its rows stay.
     await doomed.close();
-    expect(await two.locks.tryLocks(['JOB_WRITE'])).toBe(0);
+    expect(await suite.two.locks.tryLocks(['JOB_WRITE'])).toBe(0);
 
-    const restarted = await createLockApp(db.url, { appId: 'crashy' });
+    const restarted = await createLockApp(suite.db.url, { appId: 'crashy' });
     try {
-      expect(await lockRows(db)).toEqual([]);
-      expect(await two.locks.tryLocks(['JOB_WRITE'])).toBeGreaterThan(0);
+      expect(await lockRows(suite.db)).toEqual([]);
+      expect(await suite.two.locks.tryLocks(['JOB_WRITE'])).toBeGreaterThan(0);
     } finally {
       await restarted.close();
     }
   });
 
   it('keeps the leftovers when releaseOnStartup is false', async () => {
-    const first = await createLockApp(db.url, { appId: 'keeper' });
+    const first = await createLockApp(suite.db.url, { appId: 'keeper' });
     await first.locks.tryLocks(['K_WRITE']);
     await first.close();
-    const second = await createLockApp(db.url, { appId: 'keeper', releaseOnStartup: false });
+    const second = await createLockApp(suite.db.url, { appId: 'keeper', releaseOnStartup: false });
     try {
-      expect((await lockRows(db)).map((r) => r.app_id)).toEqual(['keeper']);
+      expect((await lockRows(suite.db)).map((r) => r.app_id)).toEqual(['keeper']);
       expect(await second.locks.releaseAllLocks()).toBe(1);
     } finally {
       await second.close();

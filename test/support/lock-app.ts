@@ -40,24 +40,42 @@ export async function createLockApp(
   return { app, locks: app.get(LockService), close: () => app.close() };
 }
 
-/** A fresh database with application instances on it, closed and dropped together. */
-export interface LockInstances {
+/** Two instances, `appId` 'one' and 'two', on a fresh database of their own. */
+export interface TwoInstances {
   readonly db: TestDatabase;
-  readonly apps: readonly LockApp[];
-  close(): Promise<void>;
+  readonly one: LockApp;
+  readonly two: LockApp;
 }
 
-/** Creates a database and one instance per `appId` on it (in order). */
-export async function openLockInstances(...appIds: string[]): Promise<LockInstances> {
-  const db = await createTestDatabase();
-  const apps: LockApp[] = [];
-  for (const appId of appIds) apps.push(await createLockApp(db.url, { appId }));
+/**
+ * Registers the enclosing describe block's hooks: a fresh database with instances 'one' and 'two' opened before its
+ * tests, closed and dropped after them. The returned object reads them (from the first test on).
+ */
+export function useTwoInstances(): TwoInstances {
+  let opened: TwoInstances | undefined;
+  const get = (): TwoInstances => {
+    if (!opened) throw new Error('useTwoInstances: read before the beforeAll hook ran');
+    return opened;
+  };
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    const one = await createLockApp(db.url, { appId: 'one' });
+    opened = { db, one, two: await createLockApp(db.url, { appId: 'two' }) };
+  });
+  afterAll(async () => {
+    if (!opened) return;
+    await Promise.all([opened.one.close(), opened.two.close()]);
+    await opened.db.drop();
+  });
   return {
-    db,
-    apps,
-    close: async () => {
-      await Promise.all(apps.map((app) => app.close()));
-      await db.drop();
+    get db() {
+      return get().db;
+    },
+    get one() {
+      return get().one;
+    },
+    get two() {
+      return get().two;
     },
   };
 }
