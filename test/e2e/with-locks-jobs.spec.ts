@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Cron, Interval, SchedulerRegistry } from '@nestjs/schedule';
 import { WithLocks } from 'nestjs-db-locks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { lockRows } from '../support/lock-rows.js';
 import { createNestApp, type TestNestApp } from '../support/nest-app.js';
 import { until } from '../support/until.js';
@@ -11,9 +10,16 @@ let db: TestDatabase;
 
 /** Every run records whether its lock row was in the table while it ran. */
 const runs = { cronAbove: [] as boolean[], cronBelow: [] as boolean[], interval: [] as boolean[] };
+/** Runs that have started and not finished: the database must outlive them. */
+let inFlight = 0;
 
 async function heldByMe(name: string): Promise<boolean> {
-  return (await lockRows(db)).some((row) => row.lock_name === name && row.app_id === 'ws1-jobs');
+  inFlight++;
+  try {
+    return (await lockRows(db)).some((row) => row.lock_name === name && row.app_id === 'ws1-jobs');
+  } finally {
+    inFlight--;
+  }
 }
 
 @Injectable()
@@ -52,6 +58,8 @@ describe('@WithLocks on scheduled jobs', () => {
   afterAll(async () => {
     await jobs.close();
     await other.close();
+    // A run that started before the close still reads the table: dropping the database under it would end it.
+    await until(() => inFlight === 0);
     await db.drop();
   });
 
@@ -72,9 +80,12 @@ describe('@WithLocks on scheduled jobs', () => {
     // The jobs hold these locks while they run (the interval every 100 ms), so wait for a gap rather than try once.
     const stamp = await other.locks.tryLocks(['WS1_WRITE', 'WS2_READ', 'SYNC_READ'], { waitMs: 5000 });
     expect(stamp).toBeGreaterThan(0);
-    await sleep(300); // let runs that started before the grant finish
+    // Every run records itself while it holds its lock, so none can record itself after this grant.
     const before = { above: runs.cronAbove.length, below: runs.cronBelow.length, interval: runs.interval.length };
-    await sleep(2300); // two cron ticks, many interval ticks
+    // Wait for evidence of refused runs, not for a time: the jobs are refused at most 12 times a second (the interval
+    // every 100 ms, each cron job every second), so 25 refusals span more than 2 s, two ticks of each cron job.
+    const refusedBefore = jobs.locks.getStats().busy;
+    await until(() => jobs.locks.getStats().busy >= refusedBefore + 25, 30_000);
     expect(runs.cronAbove.length).toBe(before.above);
     expect(runs.cronBelow.length).toBe(before.below);
     expect(runs.interval.length).toBe(before.interval);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** Sequential scans of `locking` and `locking_log` so far in the session's open transaction. */
 async function seqScans(client: pg.Client): Promise<{ locking: number; log: number }> {
@@ -16,8 +16,7 @@ describe('engine functions plan index scans', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    client = new pg.Client({ connectionString: db.url });
-    await client.connect();
+    client = await connectClient(db.url);
   });
 
   afterAll(async () => {

@@ -13,7 +13,7 @@ import {
 import pg from 'pg';
 import { createLockApp } from '../support/lock-app.js';
 import { until } from '../support/until.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 async function boot(imports: unknown[]) {
   const moduleRef = await Test.createTestingModule({ imports: imports as never[] }).compile();
@@ -132,8 +132,7 @@ describe('database failures become typed errors', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    blocker = new pg.Client({ connectionString: db.url });
-    await blocker.connect();
+    blocker = await connectClient(db.url);
   });
   afterAll(async () => {
     await Promise.all(apps.map((app) => app.close()));

@@ -18,6 +18,6 @@ export default async function globalSetup() {
     dataDir: join(parent, 'pg'),
     persistent: false,
   });
-  Object.assign(globalThis, { __ndlEmbedded: database });
+  Object.assign(globalThis, { __ndlEmbedded: database, __ndlTempDir: parent });
   process.env.NDL_TEST_ADMIN_URL = database.url;
 }

@@ -17,9 +17,20 @@ function adminUrl(): string {
   return url;
 }
 
-async function onAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl() });
+/**
+ * A connected raw client of a test. Its `error` listener keeps a connection that the server ends (a dropped database,
+ * a terminated backend) from becoming an uncaught exception that fails whichever test file is running: the failure
+ * reaches the test through the rejected query instead.
+ */
+export async function connectClient(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined);
   await client.connect();
+  return client;
+}
+
+async function onAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = await connectClient(adminUrl());
   try {
     return await fn(client);
   } finally {
@@ -36,8 +47,7 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   const database: TestDatabase = {
     url: url.toString(),
     async query(text, values) {
-      const client = new pg.Client({ connectionString: url.toString() });
-      await client.connect();
+      const client = await connectClient(url.toString());
       try {
         return (await client.query(text, values)).rows;
       } finally {
