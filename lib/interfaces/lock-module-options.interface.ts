@@ -58,7 +58,9 @@ export interface LockModuleOptions {
   /**
    * Lease of every grant: it expires at database time + `leaseMs` unless renewed. This process renews its grants
    * every `renewIntervalMs` while it holds them; a grant whose holder died (or froze) past its lease is freed by the
-   * reaper of any instance.
+   * reaper of any instance. When renewals fail (the database is unreachable), the grant's signal fires `leaseMs` after
+   * the last successful renewal was sent, by this process's own monotonic clock: before the lease can end in the
+   * database.
    * @default 30000
    */
   leaseMs?: number;
@@ -93,6 +95,14 @@ export interface LockModuleOptions {
    * @default 1000
    */
   waitRecheckMs?: number;
+  /**
+   * Every statement of the library fails on the client after this long (`LockStoreError`; for an acquisition with
+   * `outcomeUnknown: true`), and its connection is destroyed: a connection stalled by the network or a proxy never
+   * holds a caller, a renewal or `app.close()` for good. Keep it above the slowest acquisition you expect under
+   * contention.
+   * @default 10000
+   */
+  queryTimeoutMs?: number;
   /**
    * Names this process in the lock log and in `pg_stat_activity`.
    * @default `${hostname}:${pid}`

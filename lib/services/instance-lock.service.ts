@@ -9,14 +9,21 @@ import { LockLeases } from './lock-leases.service.js';
  * One live instance per `appId`. The instance holds a session advisory lock on its app id over a connection of its
  * own for as long as it lives: a second live instance with the same id cannot take it and refuses to start (start-up
  * recovery would otherwise free the first one's locks), while a crashed instance's lock vanishes with its
- * connection, so a restart recovers at once. If the connection breaks, the lock is taken again; if a twin got it in
- * between, this instance is fenced: every grant it holds is reported lost.
+ * connection, so a restart recovers at once.
+ *
+ * If the connection breaks (a database restart, a terminated backend, a reset), the instance grants nothing until it
+ * holds its app id again: the renewal task and the next `tryLocks` take it back as soon as the database answers. If a
+ * twin took it in between, this instance is fenced for good: every grant it held is reported lost (the twin's
+ * start-up recovery freed them) and every later acquisition throws `AppIdInUseError`.
  * @internal
  */
 @Injectable()
 export class InstanceLock implements OnModuleDestroy {
   private readonly logger = new Logger('LockModule');
   private session?: InstanceSession;
+  private fenced?: AppIdInUseError;
+  private reclaiming?: Promise<void>;
+  private closed = false;
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -24,29 +31,57 @@ export class InstanceLock implements OnModuleDestroy {
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
+  /** True while this instance holds its app id: it may grant. */
+  get held(): boolean {
+    return this.session?.alive === true;
+  }
+
+  /** The reason this instance refuses to grant for good, once a twin took its app id. */
+  get fencedBy(): AppIdInUseError | undefined {
+    return this.fenced;
+  }
+
   /** Takes the app id at start-up. @throws AppIdInUseError */
   async claim(): Promise<void> {
     this.session = await this.store.claimAppId();
     if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
   }
 
-  /** Called by the renewal task: takes the app id again if the connection that held it broke. */
+  /**
+   * Makes sure this instance holds its app id, taking it back if the connection that held it broke (one attempt at a
+   * time, shared by concurrent callers).
+   * @throws AppIdInUseError once a twin holds it; LockStoreError while the database cannot be reached.
+   */
   async ensure(): Promise<void> {
-    if (!this.session || this.session.alive) return;
-    // Hand the broken connection back to the pool (which destroys it): kept, it would hold a pool slot for good,
-    // and the DataSource could never close.
-    this.session.close();
-    this.session = await this.store.claimAppId();
-    if (this.session) {
-      this.logger.warn(`Instance lock of app "${this.options.appId}" re-taken after its connection broke`);
-      return;
-    }
-    this.leases.loseAll(`another instance took app id "${this.options.appId}" while this one was disconnected`);
-    throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
+    if (this.fenced) throw this.fenced;
+    if (this.held || this.closed) return;
+    this.reclaiming ??= this.reclaim().finally(() => (this.reclaiming = undefined));
+    return this.reclaiming;
   }
 
   onModuleDestroy(): void {
+    this.closed = true;
     this.session?.close();
     this.session = undefined;
+  }
+
+  private async reclaim(): Promise<void> {
+    // Hand the broken connection back to the pool, which destroys it: kept, it would hold a pool slot for good.
+    this.session?.close();
+    this.session = undefined;
+    const session = await this.store.claimAppId();
+    if (this.closed) {
+      session?.close();
+      return;
+    }
+    if (session) {
+      this.session = session;
+      this.logger.warn(`Instance lock of app "${this.options.appId}" taken again after its connection broke`);
+      return;
+    }
+    this.fenced = new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder().catch(() => 'unknown'));
+    this.logger.error(`${this.fenced.message} This instance grants nothing more; restart it with an appId of its own.`);
+    this.leases.loseAll(`another instance took app id "${this.options.appId}" while this one was disconnected`);
+    throw this.fenced;
   }
 }

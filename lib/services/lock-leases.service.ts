@@ -1,24 +1,54 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+
+/** One grant this process holds. */
+interface HeldGrant {
+  /** When its lease may end, on this process's monotonic clock: `leaseMs` after its last renewal was sent. */
+  deadline: number;
+  /** Made when somebody first asks for the grant's signal: most grants never need one. */
+  controller: AbortController | null;
+}
 
 /**
- * The grants this process holds, each with an `AbortController` (made when somebody first asks for its signal: most
- * grants never need one) that fires when the grant is known to be lost. The renewal task extends all of their leases
- * in one statement; a grant the renewal no longer finds (reaped, recovered) is aborted, and so is every grant when the
- * instance loses its `appId`.
+ * The grants this process holds, and what it knows of their leases.
+ * - The renewal task extends every lease in one statement. A grant the renewal no longer finds (reaped, recovered,
+ *   lease ended) is lost; a grant whose row another transaction has locked (a business transaction after
+ *   `markBusinessDone`) is simply not extended this time.
+ * - A watchdog on the monotonic clock marks a grant lost once `leaseMs` have passed since its last renewal (or its
+ *   acquisition) was sent without a renewal succeeding since: the database's lease started after that moment, so the
+ *   holder is told before anybody else can be granted, whatever the database or the network does.
+ * - A release that failed is not renewed any more and is retried on every renewal tick; if the database stays away,
+ *   the lease ends and any reaper frees it.
  * @internal
  */
 @Injectable()
-export class LockLeases {
+export class LockLeases implements OnModuleDestroy {
   private readonly logger = new Logger('LockModule');
-  private readonly held = new Map<number, AbortController | null>();
+  private readonly held = new Map<number, HeldGrant>();
+  /** Stamps whose release failed, to release again. */
+  private readonly releasing = new Set<number>();
+  private watchdog?: NodeJS.Timeout;
+  private watchdogAt = Infinity;
 
-  constructor(@Inject(LockStore) private readonly store: LockStore) {}
+  constructor(
+    @Inject(LockStore) private readonly store: LockStore,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+  ) {}
 
-  /** Starts tracking a new grant. */
-  track(stamp: number): void {
-    this.held.set(stamp, null);
+  /** Now, on the clock that leases are counted on here. */
+  static now(): number {
+    return performance.now();
+  }
+
+  /** Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). */
+  track(stamp: number, sentAt: number): void {
+    const deadline = sentAt + this.options.leaseMs;
+    this.held.set(stamp, { deadline, controller: null });
+    if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
   /** Stops tracking a released grant (its signal stays as it is). */
@@ -26,29 +56,32 @@ export class LockLeases {
     this.held.delete(stamp);
   }
 
-  /** Whether this process still holds `stamp` as far as it knows (renewals keep that knowledge fresh). */
+  /** Stops renewing a grant whose release failed, and releases it again on the next renewal ticks. */
+  releaseLater(stamp: number): void {
+    this.held.delete(stamp);
+    this.releasing.add(stamp);
+  }
+
+  /** Whether this process still holds `stamp` as far as it knows: renewed in time, never found gone. */
   isHeld(stamp: number): boolean {
-    return this.held.has(stamp);
+    return this.current(stamp) !== undefined;
   }
 
   /** The grant's signal; an already aborted one for a stamp this process does not hold. */
   signal(stamp: number): AbortSignal {
-    if (!this.held.has(stamp)) return AbortSignal.abort(new LockLostError(stamp, 'not held by this process'));
-    let controller = this.held.get(stamp);
-    if (!controller) {
-      controller = new AbortController();
-      this.held.set(stamp, controller);
-    }
-    return controller.signal;
+    const grant = this.current(stamp);
+    if (!grant) return AbortSignal.abort(new LockLostError(stamp, 'not held by this process'));
+    grant.controller ??= new AbortController();
+    return grant.controller.signal;
   }
 
   /** Marks one grant lost. */
   lose(stamp: number, reason: string): void {
-    if (!this.held.has(stamp)) return;
-    const controller = this.held.get(stamp);
+    const grant = this.held.get(stamp);
+    if (!grant) return;
     this.held.delete(stamp);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
-    controller?.abort(new LockLostError(stamp, reason));
+    grant.controller?.abort(new LockLostError(stamp, reason));
   }
 
   /** Marks every grant lost (recovery ran, or the instance lost its app id). */
@@ -56,14 +89,72 @@ export class LockLeases {
     for (const stamp of [...this.held.keys()]) this.lose(stamp, reason);
   }
 
-  /** Extends every lease in one statement; grants that are gone are aborted. */
+  /** Extends every lease in one statement; grants that are gone are lost. */
   async renew(): Promise<void> {
     const stamps = [...this.held.keys()];
     if (stamps.length === 0) return;
-    const renewed = await this.store.renew(stamps);
+    const sentAt = LockLeases.now();
+    const { renewed, live } = await this.store.renew(stamps);
     for (const stamp of stamps) {
-      // A stamp released while the renewal was in flight is no longer tracked: not a loss.
-      if (!renewed.has(stamp) && this.held.has(stamp)) this.lose(stamp, 'its lease expired and it was reaped');
+      const grant = this.held.get(stamp);
+      // A stamp released (or lost) while the renewal was in flight is no longer tracked: nothing to do.
+      if (!grant) continue;
+      if (renewed.has(stamp)) grant.deadline = sentAt + this.options.leaseMs;
+      else if (!live.has(stamp)) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
     }
+  }
+
+  /** Releases again the grants whose release failed; a grant found gone (released after all, reaped) is done. */
+  async retryReleases(): Promise<void> {
+    const stamps = [...this.releasing];
+    await Promise.all(
+      stamps.map(async (stamp) => {
+        await this.store.release(stamp);
+        this.releasing.delete(stamp);
+      }),
+    );
+  }
+
+  /** Stamps whose release failed and is still to be retried. */
+  get pendingReleases(): number {
+    return this.releasing.size;
+  }
+
+  onModuleDestroy(): void {
+    clearTimeout(this.watchdog);
+    this.watchdogAt = Infinity;
+  }
+
+  /** The grant if it is held and its deadline has not passed (then it is lost now, whatever the timer does). */
+  private current(stamp: number): HeldGrant | undefined {
+    const grant = this.held.get(stamp);
+    if (grant && grant.deadline <= LockLeases.now()) {
+      this.lose(stamp, this.expiredReason());
+      return undefined;
+    }
+    return grant;
+  }
+
+  private armWatchdog(at: number): void {
+    clearTimeout(this.watchdog);
+    this.watchdogAt = at;
+    this.watchdog = setTimeout(() => this.checkDeadlines(), Math.max(0, at - LockLeases.now()));
+    this.watchdog.unref(); // a lease never keeps the process alive
+  }
+
+  /** Loses every grant whose deadline has passed, then waits for the next deadline. */
+  private checkDeadlines(): void {
+    this.watchdogAt = Infinity;
+    const now = LockLeases.now();
+    let next = Infinity;
+    for (const [stamp, grant] of this.held) {
+      if (grant.deadline <= now) this.lose(stamp, this.expiredReason());
+      else next = Math.min(next, grant.deadline);
+    }
+    if (next < Infinity) this.armWatchdog(next);
+  }
+
+  private expiredReason(): string {
+    return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
 }

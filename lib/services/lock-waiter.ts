@@ -7,6 +7,8 @@ import type { LockNotifications } from './lock-notifications.service.js';
 /** What a wait needs. @internal */
 export interface WaitContext {
   readonly store: LockStore;
+  /** One acquisition attempt of the group (it records when it was sent, for the lease). */
+  readonly attempt: (waiter: string) => Promise<number>;
   readonly notifications: LockNotifications;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
@@ -45,7 +47,7 @@ export async function waitForGroup(
     for (;;) {
       if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
       woken = false;
-      const stamp = await context.store.tryAcquire(group, waiter);
+      const stamp = await context.attempt(waiter);
       if (stamp > 0) {
         granted = true; // the granting statement removed the waiter's rows
         return stamp;

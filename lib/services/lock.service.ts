@@ -22,6 +22,7 @@ import {
   assertLockMode,
   assertLockName,
   assertPermits,
+  assertInTransaction,
   assertStamp,
   assertTryLocksOptions,
 } from '../utils/lock-validation.util.js';
@@ -101,14 +102,22 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     const group = parseLockGroup(locks);
     const { waitMs = 0, signal } = assertTryLocksOptions(options);
     if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
-    let stamp = await this.store.tryAcquire(group);
+    // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
+    if (!this.instanceLock.held) await this.instanceLock.ensure();
+    // The lease is counted from the moment the granting statement was sent: before the database's own start of it.
+    let sentAt = 0;
+    const attempt = (waiter?: string): Promise<number> => {
+      sentAt = LockLeases.now();
+      return this.store.tryAcquire(group, waiter);
+    };
+    let stamp = await attempt();
     if (stamp === 0 && waitMs > 0) {
-      const context = { store: this.store, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
+      const context = { store: this.store, attempt, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
       stamp = await waitForGroup(context, group, Date.now() + waitMs, signal);
     }
     if (stamp > 0) {
       this.granted++;
-      this.leases.track(stamp);
+      this.leases.track(stamp, sentAt);
     } else {
       this.busy++;
     }
@@ -120,10 +129,20 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * @throws InvalidLockArgumentError when `stamp` is not a positive safe integer (nothing is changed).
    * @throws IllegalMonitorStateError when no lock of this `appId` has that stamp (unknown, foreign, already
    *   released or recovered).
+   * @throws LockStoreError when the database cannot be reached: the grant is no longer renewed and its release is
+   *   retried in the background on every renewal tick; if the database stays away, its lease ends and any reaper
+   *   frees it. Either way it is free within `leaseMs + reaperIntervalMs` once the database answers.
    */
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
-    if (!(await this.store.release(stamp))) {
+    let found: boolean;
+    try {
+      found = await this.store.release(stamp);
+    } catch (error) {
+      this.leases.releaseLater(stamp);
+      throw error;
+    }
+    if (!found) {
       this.leases.lose(stamp, 'releaseLocks found it gone');
       throw new IllegalMonitorStateError(stamp, this.options.appId);
     }
@@ -176,6 +195,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    */
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<void> {
     assertStamp(stamp);
+    assertInTransaction(manager);
     if (!(await this.store.markBusinessDone(stamp, manager))) {
       this.leases.lose(stamp, 'markBusinessDone found it reaped, released or expired');
       throw new LockLostError(stamp, 'the grant was reaped, released or its lease expired');

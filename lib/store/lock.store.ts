@@ -8,6 +8,14 @@ export interface PermitsRow {
   readonly permits: number;
 }
 
+/** What one renewal found. @internal */
+export interface RenewOutcome {
+  /** Stamps whose lease was extended by the renewal. */
+  readonly renewed: ReadonlySet<number>;
+  /** Stamps still held with a lease that has not ended: the renewed ones, and those locked by another transaction. */
+  readonly live: ReadonlySet<number>;
+}
+
 /** A session kept open for the life of the instance (it holds the instance lock). @internal */
 export interface InstanceSession {
   /** False once the connection broke: the instance lock is gone with it. */
@@ -51,8 +59,8 @@ export abstract class LockStore {
   abstract release(stamp: number): Promise<boolean>;
   /** Start-up recovery: frees every lock of this app, logs RECOVERED; returns the lock rows freed. */
   abstract recover(): Promise<number>;
-  /** Extends the leases of `stamps`; returns those still held. */
-  abstract renew(stamps: readonly number[]): Promise<Set<number>>;
+  /** Extends the leases of `stamps` that are held and not locked by another transaction. */
+  abstract renew(stamps: readonly number[]): Promise<RenewOutcome>;
   /** Frees one batch of stale grants (any app); returns their stamps. */
   abstract reap(): Promise<number[]>;
   /** Deletes one batch of old ended log rows; returns how many. */

@@ -11,6 +11,9 @@ const TRANSIENT_CODES = new Set([
 /** Undefined table / function: the migration has not run. */
 const MISSING_SCHEMA_CODES = new Set(['42P01', '42883']);
 
+/** A SQLSTATE: five digits or capitals. No SQLSTATE class starts with E, so Node's `EPIPE` is not one. */
+const SQLSTATE = /^[0-9A-DF-Z][0-9A-Z]{4}$/;
+
 /** @internal */
 export function sqlStateOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
@@ -24,8 +27,22 @@ export function isTransientDriverError(error: unknown): boolean {
 }
 
 /**
+ * True when the failure is the connection's, not the statement's: a socket error (`ECONNRESET`, `EPIPE`,
+ * `ETIMEDOUT`, …), a client-side timeout or an ended connection (no code at all), SQLSTATE class 08 (connection
+ * exception) or 57P0x (the server is shutting down, crashed, or terminated the backend). Whatever was sent on such a
+ * connection may or may not have committed.
+ * @internal
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  if (error instanceof LockError) return false;
+  const code = sqlStateOf(error);
+  if (code === undefined || !SQLSTATE.test(code)) return true;
+  return code.startsWith('08') || code.startsWith('57P0');
+}
+
+/**
  * Turns anything the driver threw into a typed `LockError`: no raw driver error reaches a caller.
- * @param mayHaveCommitted the statement writes and the failure may have come after its commit.
+ * @param mayHaveCommitted the statement was sent and writes: a connection failure then leaves its outcome unknown.
  * @internal
  */
 export function toLockError(error: unknown, operation: string, mayHaveCommitted: boolean): LockError {
@@ -38,7 +55,5 @@ export function toLockError(error: unknown, operation: string, mayHaveCommitted:
       { cause: error },
     );
   }
-  // A SQLSTATE of class 08 or 57P0x, or no SQLSTATE at all, means the connection broke: the outcome is unknown.
-  const connectionLost = code === undefined || code.startsWith('08') || code.startsWith('57P0');
-  return new LockStoreError(operation, code, mayHaveCommitted && connectionLost, error);
+  return new LockStoreError(operation, code, mayHaveCommitted && isConnectionFailure(error), error);
 }

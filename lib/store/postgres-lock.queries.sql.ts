@@ -3,6 +3,7 @@
  * in `postgres-lock.schema.sql.ts`.
  * @internal
  */
+import { LIVE } from './postgres-lock.schema.sql.js';
 
 /** How the tables spell the modes. */
 export const MODE_CODE = { read: 'R', write: 'W' } as const;
@@ -10,15 +11,23 @@ export const MODE_CODE = { read: 'R', write: 'W' } as const;
 /** Namespace (first key) of the session advisory lock an instance holds on its `appId` while it lives. */
 export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
 
+/**
+ * A column that makes the statement's own commit wait for the WAL flush even when the session runs with
+ * `synchronous_commit = off` (an application may set it for speed): a grant or a renewal lost in a server crash would
+ * let another instance take a lock its holder still believes it holds. Stronger settings (`remote_apply`, …) stay.
+ */
+const DURABLE_COMMIT = `CASE WHEN current_setting('synchronous_commit') = 'off'
+  THEN set_config('synchronous_commit', 'on', true) END AS durable`;
+
 /** $1 app id, $2 instance, $3 names, $4 modes ('R'/'W') of all groups in a row, $5 the (1-based, inclusive) end of
  * each group in them, $6 the waiter id of each group (null when not waiting), $7 default read permits, $8 default
  * write permits, $9 lease (ms) → one stamp (or 0) per group. */
 export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6::text[],
-  $7, $8, $9) AS stamps`;
+  $7, $8, $9) AS stamps, ${DURABLE_COMMIT}`;
 
 /** The same for a batch of one group of one lock: $1 app id, $2 instance, $3 name, $4 mode ('R'/'W'), $5 waiter id
  * (or null), $6 default read permits, $7 default write permits, $8 lease (ms) → the stamp, or 0. */
-export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $5, $6, $7, $8) AS stamp`;
+export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $5, $6, $7, $8) AS stamp, ${DURABLE_COMMIT}`;
 
 /** $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows. */
 export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
@@ -34,8 +43,27 @@ export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS r
 /** The same for one stamp: $1 app id, $2 stamp, $3 async commit → whether it matched. */
 export const RELEASE_ONE = `SELECT locking_release_one($1, $2, $3) AS released`;
 
-/** $1 app id, $2 stamps, $3 lease (ms) → the stamps still held, now renewed. */
-export const RENEW_LEASES = `SELECT locking_renew($1, $2::bigint[], $3) AS renewed`;
+/**
+ * $1 app id, $2 stamps, $3 lease (ms) → `renewed`, the stamps whose lease now ends $3 ms from now, and `live`, those
+ * still held with a lease that has not ended (a superset). A row locked by another transaction (a business
+ * transaction after markBusinessDone, a release or a reap in progress) is skipped, never waited for: one long business
+ * transaction must not hold up the renewal of the instance's other grants. A lease that has ended is never revived:
+ * its holder has been told it is lost, and any reaper may free it.
+ */
+export const RENEW_LEASES = `WITH live AS (
+    SELECT stamp FROM locking_log
+     WHERE stamp = ANY ($2::bigint[]) AND app_id = $1 AND status IN ${LIVE} AND lease_expires > now()),
+  unlocked AS (
+    SELECT stamp FROM locking_log
+     WHERE stamp = ANY ($2::bigint[]) AND app_id = $1 AND status IN ${LIVE} AND lease_expires > now()
+     FOR UPDATE SKIP LOCKED),
+  renewed AS (
+    UPDATE locking_log l SET lease_expires = now() + $3 * interval '1 millisecond', version = l.version + 1
+      FROM unlocked u WHERE l.stamp = u.stamp
+    RETURNING l.stamp)
+  SELECT (SELECT coalesce(array_agg(stamp), '{}') FROM renewed) AS renewed,
+         (SELECT coalesce(array_agg(stamp), '{}') FROM live) AS live,
+         ${DURABLE_COMMIT}`;
 
 /** $1 batch size, $2 max hold (ms, 0 = none) → the stamps reaped. */
 export const REAP_STALE = `SELECT locking_reap($1, $2) AS reaped`;
@@ -66,14 +94,23 @@ export const SELECT_GRANTS = `SELECT stamp, app_id, instance, lock_names, lock_m
 export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_modes, status, acquired, business_done, ended
   FROM locking_log ORDER BY stamp DESC LIMIT $1`;
 
-/** $1 app id: the instance lock, held by the session for the life of the instance. */
-export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${INSTANCE_NAMESPACE}, hashtext($1)) AS claimed`;
+/**
+ * The 64-bit key of the instance lock of app id $1: a hash of the namespace and the app id (two different app ids
+ * collide with odds of 2^-64; a 32-bit `hashtext` made `svc-6618` and `svc-136555` refuse each other).
+ */
+const APP_ID_KEY = `hashtextextended($1, ${INSTANCE_NAMESPACE})`;
 
-/** $1 app id: who holds the instance lock of an app id (for the error message). */
+/** $1 app id: the instance lock, held by the session for the life of the instance. */
+export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed`;
+
+/** $1 app id: who holds the instance lock of an app id (for the error message). A bigint key shows in `pg_locks`
+ * as its high and low 32 bits, with objsubid 1. */
 export const SELECT_APP_ID_HOLDER = `SELECT a.application_name, a.client_addr::text AS client_addr, a.pid
   FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-  WHERE l.locktype = 'advisory' AND l.classid = ${INSTANCE_NAMESPACE}::oid::int8::oid
-    AND l.objid = hashtext($1)::oid AND l.granted LIMIT 1`;
+  WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+    AND l.classid = ((${APP_ID_KEY} >> 32) & 4294967295)::oid
+    AND l.objid = (${APP_ID_KEY} & 4294967295)::oid
+  LIMIT 1`;
 
 /** All permits rows. */
 export const SELECT_ALL_PERMITS = `SELECT lock_name, mode, permits FROM locking_permissions`;

@@ -45,7 +45,7 @@ const insertLogRow = (names: string, modes: string): string =>
                    now() + p_lease_ms * interval '1 millisecond');`;
 
 /** Index scans only (see INDEX_SCANS_ONLY), and the commit of a release may skip the WAL flush (`p_async`). */
-const RELEASE_SETTINGS = `     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
+export const RELEASE_SETTINGS = `     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
              CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;`;
 
 /** Deletes the lock rows of the grant `v_stamp` of this app (FOUND when there were some). */
@@ -57,7 +57,7 @@ const LOG_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = now(),
          RETURNING lock_names INTO v_names;`;
 
 /** Notifies the freed names only when somebody waits for one of them (usually nobody: then nothing is sent). */
-const notifyWaitersOf = (names: string): string =>
+export const notifyWaitersOf = (names: string): string =>
   `IF cardinality(${names}) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (${names})) THEN
        PERFORM locking_notify_freed(${names});
      END IF;`;
@@ -119,7 +119,7 @@ ${Fragment.RECORD_GRANT_AND_NEXT_GROUP}`;
  * once for the whole batch (usually nobody: then no notification is sent at all). The commit may skip waiting for
  * the WAL flush: freeing a lock early can never break exclusion, and the next durable grant flushes it anyway.
  */
-const RELEASE_FUNCTION_V2 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
+export const RELEASE_FUNCTION_V2 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
    DECLARE
      v_stamp    bigint;
      v_names    text[];
@@ -180,7 +180,7 @@ ${Fragment.DROP_WAITER_ROWS}
    $fn$`;
 
 /** `locking_release` for one stamp, with scalars: true when it matched a live grant of the app. */
-const RELEASE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+export const RELEASE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
    RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp ALIAS FOR p_stamp;

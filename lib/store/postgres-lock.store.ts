@@ -10,8 +10,9 @@ import {
   type ListenerCallbacks,
   type LockListener,
   type PermitsRow,
+  type RenewOutcome,
 } from './lock.store.js';
-import { isTransientDriverError, toLockError } from './pg-error.util.js';
+import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { PostgresHotPath } from './postgres-hot-path.js';
@@ -87,13 +88,14 @@ export class PostgresLockStore extends LockStore {
     return result.rows[0]?.freed ?? 0;
   }
 
-  async renew(stamps: readonly number[]): Promise<Set<number>> {
-    const result = await this.run<{ renewed: string[] }>('renewLeases', false, {
-      name: 'nestjs_db_locks_renew',
+  async renew(stamps: readonly number[]): Promise<RenewOutcome> {
+    const result = await this.run<{ renewed: string[]; live: string[] }>('renewLeases', false, {
+      name: 'nestjs_db_locks_renew_v3',
       text: SQL.RENEW_LEASES,
       values: [this.options.appId, stamps, this.options.leaseMs],
     });
-    return new Set((result.rows[0]?.renewed ?? []).map(Number));
+    const row = result.rows[0];
+    return { renewed: new Set((row?.renewed ?? []).map(Number)), live: new Set((row?.live ?? []).map(Number)) };
   }
 
   async reap(): Promise<number[]> {
@@ -181,8 +183,12 @@ export class PostgresLockStore extends LockStore {
   }
 
   /**
-   * Runs one statement (on `lane` when given and idle, else on the pool), retrying transient failures with
-   * exponential backoff and full jitter.
+   * Runs one statement (on `lane` when given and idle, else on the pool), retrying what is safe to retry with
+   * exponential backoff and full jitter: a statement the server rolled back (serialization failure, deadlock, lock
+   * timeout), and a connection that could not be had (nothing was sent: the server may be restarting). A connection
+   * lost after the statement was sent is never retried: the statement may have committed (`outcomeUnknown` for a
+   * statement that grants). Every statement times out on the client after `queryTimeoutMs`; its connection is then
+   * destroyed, since the statement may still run on it.
    */
   private async run<R extends QueryResultRow = QueryResultRow>(
     operation: string,
@@ -190,17 +196,41 @@ export class PostgresLockStore extends LockStore {
     { lane, ...query }: QueryConfig & { lane?: SessionLane },
   ): Promise<QueryResult<R>> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
+    const timed = { ...query, query_timeout: this.options.queryTimeoutMs };
     for (let attempt = 1; ; attempt++) {
+      let sent = false;
       try {
-        const pool = this.pool();
-        return await (lane ? lane.query<R>(pool, query) : pool.query<R>(query));
+        return await this.send<R>(lane, timed, () => (sent = true));
       } catch (error) {
-        if (!isTransientDriverError(error) || attempt >= maxAttempts) {
-          throw toLockError(error, operation, grants);
-        }
+        const retry = isTransientDriverError(error) || (!sent && isConnectionFailure(error));
+        if (!retry || attempt >= maxAttempts) throw toLockError(error, operation, grants && sent);
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
       }
+    }
+  }
+
+  /** Sends `query` on the lane's connection when it is free, else on a pool connection; `onSent` once it is sent. */
+  private async send<R extends QueryResultRow>(
+    lane: SessionLane | undefined,
+    query: QueryConfig & { query_timeout: number },
+    onSent: () => void,
+  ): Promise<QueryResult<R>> {
+    const pool = this.pool();
+    const borrowed = lane?.borrow();
+    const client = borrowed ?? (await pool.connect());
+    onSent();
+    let failure: unknown;
+    try {
+      return await client.query<R>(query);
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      const broken = failure !== undefined && isConnectionFailure(failure);
+      if (borrowed) lane!.giveBack(borrowed, broken);
+      // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled.
+      else client.release(broken);
     }
   }
 

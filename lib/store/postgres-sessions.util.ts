@@ -21,11 +21,12 @@ export async function openInstanceSession(
   instance: string,
   lane: SessionLane,
 ): Promise<InstanceSession | undefined> {
-  const session = { alive: true, close: (): void => undefined };
-  const onError = () => {
-    session.alive = false;
-  };
-  client.on('error', onError);
+  let alive = true;
+  let open = true;
+  // Stays attached after the end: a broken connection may still emit 'error' while it is destroyed.
+  client.on('error', () => {
+    alive = false;
+  });
   try {
     await client.query(`SELECT set_config('application_name', $1, false)`, [
       `nestjs-db-locks ${appId} ${instance}`.slice(0, 63),
@@ -36,16 +37,23 @@ export async function openInstanceSession(
       return undefined;
     }
   } catch (error) {
-    client.release(true); // onError stays attached: a broken connection may still emit 'error'
+    client.release(true);
     throw toLockError(error, 'claimAppId', false);
   }
-  lane.attach(client, () => session.alive);
-  session.close = () => {
-    session.alive = false;
-    lane.detach(client);
-    // onError stays attached: a broken connection may still emit 'error' while it is destroyed.
-    client.release(true); // destroying the connection frees the instance lock
+  const session: InstanceSession = {
+    get alive() {
+      return alive;
+    },
+    close() {
+      alive = false;
+      if (!open) return;
+      open = false;
+      lane.detach(client);
+      client.release(true); // destroying the connection frees the instance lock
+    },
   };
+  // A statement of the hot path that timed out may still run on the connection: the session ends with it.
+  lane.attach(client, () => alive, () => session.close());
   return session;
 }
 

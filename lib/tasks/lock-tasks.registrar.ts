@@ -51,10 +51,9 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
       {
         name: `${prefix}:lease-renewal`,
         every: options.renewIntervalMs,
-        run: async () => {
-          await instanceLock.ensure();
-          await leases.renew();
-        },
+        // Three independent steps: a database that refuses the app id's connection must not stop the renewal of the
+        // leases, nor the retry of the releases that failed.
+        run: () => settleAll([() => instanceLock.ensure(), () => leases.renew(), () => leases.retryReleases()]),
       },
       {
         name: `${prefix}:reaper`,
@@ -86,6 +85,7 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
     }
   }
 
+  /** Runs `task` unless its previous run is still going (a slow database never piles up overlapping runs). */
   private async runOnce(task: Task): Promise<void> {
     if (this.running.has(task.name)) return;
     this.running.add(task.name);
@@ -97,4 +97,17 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
       this.running.delete(task.name);
     }
   }
+}
+
+/** Runs every step, each after the previous one settled; rejects with the first failure once all have run. */
+async function settleAll(steps: ReadonlyArray<() => Promise<unknown>>): Promise<void> {
+  let failure: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= error;
+    }
+  }
+  if (failure !== undefined) throw failure;
 }

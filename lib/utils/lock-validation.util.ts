@@ -1,4 +1,5 @@
 import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
+import type { EntityManager } from 'typeorm';
 import type { LockMode, TryLocksOptions } from '../interfaces/index.js';
 import { LOCK_NAME_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
 
@@ -27,6 +28,22 @@ export function assertStamp(stamp: unknown): asserts stamp is number {
 export function assertPermits(permits: unknown, argument = 'permits'): asserts permits is number {
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
     throw new InvalidLockArgumentError(argument, permits, `an integer from 1 to ${MAX_PERMITS}`);
+  }
+}
+
+/**
+ * Throws `InvalidLockArgumentError` unless `manager` runs an open transaction: outside one, "business done" would
+ * commit on its own and fence nothing. @internal
+ */
+export function assertInTransaction(manager: unknown): asserts manager is EntityManager {
+  const runner = (manager as { queryRunner?: { isTransactionActive?: unknown; isReleased?: unknown } } | null)
+    ?.queryRunner;
+  if (!(manager instanceof Object) || runner?.isTransactionActive !== true || runner.isReleased === true) {
+    throw new InvalidLockArgumentError(
+      'manager',
+      manager && 'EntityManager without an open transaction',
+      'the EntityManager of the business transaction (e.g. from dataSource.transaction(manager => ...))',
+    );
   }
 }
 

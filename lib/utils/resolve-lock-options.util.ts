@@ -19,6 +19,7 @@ export interface ResolvedLockOptions {
   readonly reaperBatchSize: number;
   readonly instance: string;
   readonly waitRecheckMs: number;
+  readonly queryTimeoutMs: number;
 }
 
 /** Longest period a timer accepts. */
@@ -70,6 +71,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     reaperBatchSize: integerOption('reaperBatchSize', options.reaperBatchSize, 100, 1, 10_000),
     instance,
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
+    queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
   };
 }
 

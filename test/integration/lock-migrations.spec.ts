@@ -20,6 +20,14 @@ async function scalarTwins(db: TestDatabase): Promise<string[]> {
   return rows.map((row) => row.proname);
 }
 
+/** Whether both release functions update the log row before they delete the lock rows (the third migration). */
+async function releaseTakesLogRowFirst(db: TestDatabase): Promise<boolean> {
+  const rows = await db.query<{ src: string }>(
+    `SELECT prosrc AS src FROM pg_proc WHERE proname IN ('locking_release', 'locking_release_one')`,
+  );
+  return rows.every((row) => row.src.indexOf('UPDATE locking_log') < row.src.indexOf('DELETE FROM locking'));
+}
+
 /** Grant, refuse, release and grant again: what every version of the functions must do. */
 async function exerciseEngine(locks: LockService): Promise<void> {
   const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
@@ -57,7 +65,14 @@ describe('shipped migrations', () => {
     expect(applied.map((migration) => migration.name)).toEqual(LOCK_MIGRATIONS.map((migration) => migration.name));
     expect(await hotPathChecks(db)).toEqual([]);
     expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
+    expect(await releaseTakesLogRowFirst(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    await dataSource.undoLastMigration(); // the third: releases delete the lock rows before the log row again
+    expect(await releaseTakesLogRowFirst(db)).toBe(false);
+    app = await createLockApp(db.url, { appId: 'second' });
     await exerciseEngine(app.locks);
     await app.close();
 
@@ -68,7 +83,8 @@ describe('shipped migrations', () => {
     await exerciseEngine(app.locks);
     await app.close();
 
-    expect((await dataSource.runMigrations()).length).toBe(1);
+    expect((await dataSource.runMigrations()).length).toBe(2);
+    expect(await releaseTakesLogRowFirst(db)).toBe(true);
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);
     await app.close();

@@ -16,7 +16,8 @@ class Ledger {
 
   @WithLocks('LEDGER_WRITE')
   async postWhileReaped(): Promise<string> {
-    // Somebody frees our rows behind our back (an operator, or a reaper): the release will match nothing.
+    // Somebody frees our grant behind our back, as a reaper does: the release will match nothing.
+    await db.query(`UPDATE locking_log SET status = 'REAPED' WHERE 'LEDGER' = ANY (lock_names) AND status = 'ACQUIRED'`);
     await db.query(`DELETE FROM locking WHERE lock_name = 'LEDGER'`);
     return 'posted';
   }
