@@ -1,6 +1,7 @@
 import {
   AppIdInUseError,
   IllegalMonitorStateError,
+  InvalidLockArgumentError,
   LockingLogEntity,
   LockLostError,
   LockService,
@@ -103,11 +104,12 @@ describe('lock log, leases and the reaper', () => {
     const reaper = await start(db.url, { appId: 'reaper', reaperIntervalMs: 0 });
     const stamp = await holder.locks.tryLocks(['COLD_WRITE']);
     const signal = holder.locks.getSignal(stamp);
-    // As if the holder had been frozen past its lease: expire it in the database, then reap.
+    // As if the holder had been frozen past its lease: expire it in the database. The holder's next renewal (every
+    // 100 ms) must find it ended and tell the holder, never revive it; then any reaper frees it.
     await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    await until(() => signal.aborted);
     expect(await reaper.locks.reapStaleLocks()).toBe(1);
     expect(await lockRows(db)).toEqual([]);
-    await until(() => signal.aborted);
     expect(signal.reason).toBeInstanceOf(LockLostError);
     expect(holder.locks.isHeld(stamp)).toBe(false);
     await expect(holder.locks.releaseLocks(stamp)).rejects.toThrow(IllegalMonitorStateError);
@@ -191,6 +193,61 @@ describe('lock log, leases and the reaper', () => {
     const seen = await app.app.get(Payouts).current();
     expect(seen).toEqual({ stamp: expect.any(Number), aborted: false });
     expect(app.locks.currentLock()).toBeUndefined();
-    expect(await app.locks.getFencingToken(seen!.stamp)).toBe(seen!.stamp);
+    // Fencing tokens increase strictly with every later grant of the name, whoever takes it.
+    const other = await start(db.url, { appId: 'payouts-2' });
+    const next = await other.locks.tryLocks(['PAYOUT_WRITE']);
+    expect(other.locks.getFencingToken(next)).toBeGreaterThan(app.locks.getFencingToken(seen!.stamp));
+  });
+
+  it('tells apart app ids whose 32-bit hashes collide, and names the holder of a contested one', async () => {
+    // hashtext('svc-6618') = hashtext('svc-136555'): with a 32-bit key the second instance was refused.
+    const [hashes] = await db.query<{ same: boolean }>(`SELECT hashtext('svc-6618') = hashtext('svc-136555') AS same`);
+    expect(hashes!.same).toBe(true);
+    const first = await start(db.url, { appId: 'svc-6618', instance: 'first-box' });
+    const second = await start(db.url, { appId: 'svc-136555' });
+    expect(await first.locks.tryLocks(['SVC_WRITE'])).toBeGreaterThan(0);
+    expect(await second.locks.tryLocks(['SVC2_WRITE'])).toBeGreaterThan(0);
+    const error = await createLockApp(db.url, { appId: 'svc-6618' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AppIdInUseError);
+    expect((error as Error).message).toContain('nestjs-db-locks svc-6618 first-box');
+  });
+
+  it('markBusinessDone refuses an EntityManager outside a transaction, and writes nothing', async () => {
+    const app = await start(db.url, { appId: 'no-tx', reaperIntervalMs: 0 });
+    const stamp = await app.locks.tryLocks(['NOTX_WRITE']);
+    const dataSource = app.app.get(DataSource);
+    await expect(app.locks.markBusinessDone(stamp, dataSource.manager)).rejects.toThrow(InvalidLockArgumentError);
+    const runner = dataSource.createQueryRunner();
+    await expect(app.locks.markBusinessDone(stamp, runner.manager)).rejects.toThrow(InvalidLockArgumentError);
+    await runner.release();
+    expect((await logRows())[0]).toMatchObject({ status: 'ACQUIRED', version: 1 });
+    expect(app.locks.isHeld(stamp)).toBe(true);
+  });
+
+  it('a long business transaction does not hold up the renewal of the instance\'s other grants', async () => {
+    const holder = await start(db.url, { appId: 'long-tx', leaseMs: 600, renewIntervalMs: 100, reaperIntervalMs: 0 });
+    const reaper = await start(db.url, { appId: 'reaper', reaperIntervalMs: 100 });
+    const dataSource = holder.app.get(DataSource);
+    const inTx = await holder.locks.tryLocks(['LONG_WRITE']);
+    const other = await holder.locks.tryLocks(['OTHER_WRITE']);
+    const runner = dataSource.createQueryRunner();
+    await runner.connect();
+    await runner.startTransaction();
+    try {
+      await holder.locks.markBusinessDone(inTx, runner.manager);
+      // The business transaction now holds its log row; the other grant is renewed through three leases.
+      const versionOf = async (stamp: number) =>
+        (await logRows()).find((row) => Number(row.stamp) === stamp)?.version ?? 0;
+      await until(async () => (await versionOf(other)) >= 20, 20_000);
+      expect(holder.locks.isHeld(other)).toBe(true);
+      expect(await reaper.locks.tryLocks(['OTHER_WRITE'])).toBe(0);
+      // The grant in the transaction could not be renewed: its holder is told once its lease has run out on its own
+      // clock, although no reaper can take it while the transaction lasts.
+      expect(holder.locks.isHeld(inTx)).toBe(false);
+      expect(await reaper.locks.tryLocks(['LONG_WRITE'])).toBe(0);
+    } finally {
+      await runner.commitTransaction();
+      await runner.release();
+    }
   });
 });

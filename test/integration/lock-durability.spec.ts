@@ -1,0 +1,69 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
+import { DataSource } from 'typeorm';
+import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { until } from '../support/until.js';
+import { connectClient } from '../support/test-database.js';
+
+/**
+ * A grant must survive a server crash even when the application runs its sessions with `synchronous_commit = off`.
+ * The crash is real: a backend killed with SIGKILL makes PostgreSQL reset shared memory and replay the WAL from disk,
+ * which loses every commit whose WAL was not flushed. The server is this file's own (the crash ends every session).
+ */
+describe('durability of grants', () => {
+  let parent: string;
+  let server: { url: string; stop(): Promise<void> };
+  let app: LockApp | undefined;
+
+  beforeAll(async () => {
+    parent = mkdtempSync(join(tmpdir(), 'ndl-durability-'));
+    server = await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
+    const admin = await connectClient(server.url);
+    // The WAL writer would otherwise flush an asynchronous commit within 200 ms: give the crash a wide window.
+    await admin.query(`ALTER SYSTEM SET wal_writer_delay = '10s'`);
+    await admin.query('SELECT pg_reload_conf()');
+    await admin.end();
+    const dataSource = new DataSource({ type: 'postgres', url: server.url, migrations: [...LOCK_MIGRATIONS] });
+    await dataSource.initialize();
+    await dataSource.runMigrations();
+    await dataSource.destroy();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await server.stop();
+    rmSync(parent, { recursive: true, force: true });
+  });
+
+  it('a grant made on a session with synchronous_commit = off survives a crash of the server', async () => {
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c synchronous_commit=off');
+    app = await createLockApp(url.toString(), { appId: 'durable', reaperIntervalMs: 0 });
+    const stamp = await app.locks.tryLocks(['DURABLE_WRITE']);
+    expect(stamp).toBeGreaterThan(0);
+
+    const victim = await connectClient(server.url);
+    const [{ pid }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+    process.kill(pid, 'SIGKILL'); // the postmaster resets and replays the WAL that reached the disk
+    await app.close();
+    app = undefined;
+
+    let rows: Array<{ stamp: string }> = [];
+    await until(async () => {
+      try {
+        const reader = await connectClient(server.url);
+        try {
+          rows = (await reader.query<{ stamp: string }>('SELECT stamp FROM locking')).rows;
+          return true;
+        } finally {
+          await reader.end();
+        }
+      } catch {
+        return false; // still in recovery
+      }
+    }, 30_000);
+    expect(rows).toEqual([{ stamp: String(stamp) }]);
+  });
+});
