@@ -1,0 +1,326 @@
+-- nestjs-db-locks: the PostgreSQL schema as LOCK_MIGRATIONS leave it.
+-- Generated from a migrated database by `npm run schema:update`; test/integration/lock-schema-snapshot.spec.ts
+-- fails when it differs from what the migrations create. Read it; never run it (run the migrations).
+
+CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
+
+CREATE TABLE locking (
+  lock_name character varying(200) NOT NULL,
+  mode character(1) NOT NULL,
+  app_id character varying(200) NOT NULL,
+  stamp bigint NOT NULL,
+  created timestamp with time zone NOT NULL DEFAULT now(),
+  CONSTRAINT locking_pk PRIMARY KEY (lock_name, mode, stamp)
+);
+ALTER TABLE locking SET (autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_cost_delay=0);
+CREATE INDEX locking_stamp_idx ON public.locking USING btree (stamp);
+
+CREATE TABLE locking_log (
+  stamp bigint NOT NULL,
+  app_id character varying(200) NOT NULL,
+  instance character varying(200) NOT NULL,
+  lock_names character varying(200)[] NOT NULL,
+  lock_modes character(1)[] NOT NULL,
+  status character varying(16) NOT NULL,
+  acquired timestamp with time zone NOT NULL DEFAULT now(),
+  lease_expires timestamp with time zone NOT NULL,
+  business_done timestamp with time zone,
+  ended timestamp with time zone,
+  version integer NOT NULL DEFAULT 1,
+  CONSTRAINT locking_log_pkey PRIMARY KEY (stamp)
+);
+ALTER TABLE locking_log SET (fillfactor=80, autovacuum_vacuum_scale_factor=0.05, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_cost_delay=0);
+CREATE INDEX locking_log_acquired_brin ON public.locking_log USING brin (acquired);
+
+CREATE TABLE locking_permissions (
+  lock_name character varying(200) NOT NULL,
+  mode character(1) NOT NULL,
+  permits integer NOT NULL,
+  CONSTRAINT locking_permissions_pk PRIMARY KEY (lock_name, mode),
+  CONSTRAINT locking_permissions_mode_ck CHECK ((mode = ANY (ARRAY['R'::bpchar, 'W'::bpchar]))),
+  CONSTRAINT locking_permissions_permits_ck CHECK ((permits >= 1))
+);
+
+CREATE TABLE locking_waiters (
+  lock_name character varying(200) NOT NULL,
+  waiter character varying(64) NOT NULL,
+  mode character(1) NOT NULL,
+  app_id character varying(200) NOT NULL,
+  expires timestamp with time zone NOT NULL,
+  CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
+);
+CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
+
+CREATE OR REPLACE FUNCTION public.locking_notify_freed(p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+   BEGIN
+     IF cardinality(p_names) > 0 AND EXISTS (SELECT 1 FROM locking_waiters WHERE lock_name = ANY (p_names)) THEN
+       PERFORM pg_notify('nestjs_db_locks',
+         CASE WHEN octet_length(array_to_string(p_names, E'\n')) > 7000 THEN '*' ELSE array_to_string(p_names, E'\n') END);
+     END IF;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_permissions_changed()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+   BEGIN
+     PERFORM pg_notify('nestjs_db_locks', '*');
+     RETURN NULL;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_reap(p_batch integer, p_max_hold_ms bigint)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_reaped bigint[];
+     v_freed  text[];
+   BEGIN
+     WITH stale AS (
+       SELECT stamp, version FROM locking_log
+        WHERE stamp IN (SELECT stamp FROM locking) AND status IN ('ACQUIRED', 'BUSINESS_DONE')
+          AND (lease_expires < now() OR (p_max_hold_ms > 0 AND acquired < now() - p_max_hold_ms * interval '1 millisecond'))
+        ORDER BY lease_expires
+        LIMIT p_batch
+        FOR UPDATE SKIP LOCKED),
+     reaped AS (
+       UPDATE locking_log l SET status = 'REAPED', ended = now(), version = l.version + 1
+         FROM stale s WHERE l.stamp = s.stamp AND l.version = s.version
+       RETURNING l.stamp)
+     SELECT coalesce(array_agg(stamp), '{}') INTO v_reaped FROM reaped;
+     WITH freed AS (DELETE FROM locking WHERE stamp = ANY (v_reaped) RETURNING lock_name)
+     SELECT coalesce(array_agg(DISTINCT lock_name), '{}') INTO v_freed FROM freed;
+     PERFORM locking_notify_freed(v_freed);
+     DELETE FROM locking_waiters WHERE expires < now() - interval '1 minute';
+     RETURN v_reaped;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_recover(p_app_id text)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_freed text[];
+   BEGIN
+     UPDATE locking_log SET status = 'RECOVERED', ended = now(), version = version + 1
+      WHERE stamp IN (SELECT stamp FROM locking WHERE app_id = p_app_id) AND status IN ('ACQUIRED', 'BUSINESS_DONE');
+     DELETE FROM locking_waiters WHERE app_id = p_app_id;
+     WITH freed AS (DELETE FROM locking WHERE app_id = p_app_id RETURNING lock_name)
+     SELECT coalesce(array_agg(lock_name), '{}') INTO v_freed FROM freed;
+     PERFORM locking_notify_freed(v_freed);
+     RETURN cardinality(v_freed);
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_release(p_app_id text, p_stamps bigint[], p_async boolean)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_stamp    bigint;
+     v_names    text[];
+     v_freed    text[] := '{}';
+     v_released bigint[] := '{}';
+   BEGIN
+     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
+             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
+     FOREACH v_stamp IN ARRAY p_stamps LOOP
+       UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+        WHERE stamp = v_stamp AND app_id = p_app_id AND status IN ('ACQUIRED', 'BUSINESS_DONE')
+       RETURNING lock_names INTO v_names;
+       IF FOUND THEN
+         DELETE FROM locking WHERE stamp = v_stamp;
+       END IF;
+       IF v_names IS NOT NULL THEN
+         v_released := v_released || v_stamp;
+         v_freed := v_freed || v_names;
+         v_names := NULL;
+       END IF;
+     END LOOP;
+     IF cardinality(v_freed) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_freed)) THEN
+       PERFORM locking_notify_freed(v_freed);
+     END IF;
+     RETURN v_released;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_stamp ALIAS FOR p_stamp;
+     v_names text[];
+   BEGIN
+     PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
+             CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
+     UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+        WHERE stamp = v_stamp AND app_id = p_app_id AND status IN ('ACQUIRED', 'BUSINESS_DONE')
+       RETURNING lock_names INTO v_names;
+       IF FOUND THEN
+         DELETE FROM locking WHERE stamp = v_stamp;
+       END IF;
+     IF v_names IS NULL THEN
+       RETURN false;
+     END IF;
+     IF cardinality(v_names) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_names)) THEN
+       PERFORM locking_notify_freed(v_names);
+     END IF;
+     RETURN true;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_renew(p_app_id text, p_stamps bigint[], p_lease_ms integer)
+ RETURNS bigint[]
+ LANGUAGE sql
+AS $function$
+     WITH renewed AS (
+       UPDATE locking_log SET lease_expires = now() + p_lease_ms * interval '1 millisecond', version = version + 1
+        WHERE stamp = ANY (p_stamps) AND app_id = p_app_id AND status IN ('ACQUIRED', 'BUSINESS_DONE')
+       RETURNING stamp)
+     SELECT coalesce(array_agg(stamp), '{}') FROM renewed
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_try_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[], p_group_ends integer[], p_waiters text[], p_default_read integer, p_default_write integer, p_lease_ms integer)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_key    integer;
+     v_from   integer := 1;
+     v_to     integer;
+     v_stamp  bigint;
+     v_stamps bigint[] := '{}';
+     v_group  integer := 0;
+     v_waiter text;
+     v_i       integer;
+     v_name    text;
+     v_mode    text;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     -- The tables have no CHECK on these columns (see DROP_HOT_PATH_CHECKS): the modes are checked here.
+     IF NOT p_modes <@ ARRAY['R', 'W'] THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', p_modes USING ERRCODE = '22023';
+     END IF;
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     IF cardinality(p_names) = 1 THEN
+       -- The most common call, one lock: no sort needed (a simple expression, no query).
+       PERFORM pg_advisory_xact_lock(1819239275, hashtext(p_names[1]));
+     ELSE
+       FOR v_key IN SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY k LOOP
+         PERFORM pg_advisory_xact_lock(1819239275, v_key);
+       END LOOP;
+     END IF;
+     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
+     FOREACH v_to IN ARRAY p_group_ends LOOP
+       v_group := v_group + 1;
+       v_waiter := p_waiters[v_group];
+       v_busy := false;
+       FOR v_i IN v_from .. v_to LOOP
+         v_name := p_names[v_i];
+         v_mode := p_modes[v_i];
+         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+         IF v_busy THEN
+           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
+           IF NOT FOUND THEN
+             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
+           END IF;
+           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
+             INTO v_busy
+             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
+         END IF;
+         -- Writer preference: a reader yields to a writer waiting for the name.
+         IF NOT v_busy AND v_mode = 'R' THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
+                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
+         END IF;
+         EXIT WHEN v_busy;
+       END LOOP;
+       IF v_busy THEN
+         v_stamps := v_stamps || 0::bigint;
+       ELSE
+         v_stamp := nextval('locking_stamp_seq');
+         -- A one-lock group without an array to unnest (measured 5 µs cheaper).
+         IF v_from = v_to THEN
+           INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+         ELSE
+           INSERT INTO locking (lock_name, mode, app_id, stamp)
+             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
+         END IF;
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+         IF v_waiter IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+         END IF;
+         v_stamps := v_stamps || v_stamp;
+       END IF;
+       v_from := v_to + 1;
+     END LOOP;
+     RETURN v_stamps;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_try_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text, p_waiter text, p_default_read integer, p_default_write integer, p_lease_ms integer)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_name    ALIAS FOR p_name;
+     v_mode    ALIAS FOR p_mode;
+     v_waiter  ALIAS FOR p_waiter;
+     v_stamp   bigint;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
+     END IF;
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_name));
+         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+         IF v_busy THEN
+           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
+           IF NOT FOUND THEN
+             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
+           END IF;
+           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
+             INTO v_busy
+             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
+         END IF;
+         -- Writer preference: a reader yields to a writer waiting for the name.
+         IF NOT v_busy AND v_mode = 'R' THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
+                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
+         END IF;
+     IF v_busy THEN
+       RETURN 0;
+     END IF;
+     v_stamp := nextval('locking_stamp_seq');
+     INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, ARRAY[v_name], ARRAY[v_mode]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+         IF v_waiter IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+         END IF;
+     RETURN v_stamp;
+   END
+   $function$;
+
+CREATE TRIGGER locking_permissions_notify AFTER INSERT OR DELETE OR UPDATE ON locking_permissions FOR EACH STATEMENT EXECUTE FUNCTION locking_permissions_changed();
