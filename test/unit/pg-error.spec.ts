@@ -15,7 +15,7 @@ describe('driver errors become typed errors', () => {
     ['57P01', 'a terminated backend'],
     ['57P02', 'a crash shutdown'],
     ['08006', 'a connection failure reported by the server'],
-  ])('%s (%s) after an acquisition was sent: outcomeUnknown', (code) => {
+  ] as Array<[string | undefined, string]>)('%s (%s) after an acquisition was sent: outcomeUnknown', (code, _what) => {
     expect(isConnectionFailure(driverError(code))).toBe(true);
     const error = toLockError(driverError(code), 'tryLocks', true);
     expect(error).toBeInstanceOf(LockStoreError);
@@ -27,7 +27,7 @@ describe('driver errors become typed errors', () => {
     ['23505', 'a statement error: rolled back'],
     ['40001', 'a serialization failure: rolled back'],
     ['28P01', 'authentication failed: nothing ran'],
-  ])('%s (%s): the outcome is known', (code) => {
+  ])('%s (%s): the outcome is known', (code, _what) => {
     expect(isConnectionFailure(driverError(code))).toBe(false);
     expect((toLockError(driverError(code), 'tryLocks', true) as LockStoreError).outcomeUnknown).toBe(false);
   });
