@@ -171,6 +171,20 @@ describe('lock log, leases and the reaper', () => {
     expect(await reaper.locks.tryLocks(['HOG_WRITE'])).toBeGreaterThan(0);
   });
 
+  it('never prunes the log row of a live grant, however old, so it can still be reaped', async () => {
+    const holder = await start(db.url, { appId: 'old-timer', leaseMs: 60_000, reaperIntervalMs: 0 });
+    const stamp = await holder.locks.tryLocks(['OLD_WRITE']);
+    const ended = await holder.locks.tryLocks(['GONE_WRITE']);
+    await holder.locks.releaseLocks(ended);
+    await db.query(`UPDATE locking_log SET acquired = acquired - interval '1 day', ended = ended - interval '1 day'`);
+    await start(db.url, { appId: 'pruner', reaperIntervalMs: 50, logRetentionMs: 100 });
+    await until(async () => (await logRows()).length === 1); // the ended row is pruned
+    expect((await logRows())[0]).toMatchObject({ stamp: String(stamp), status: 'ACQUIRED' });
+    // The reaper finds stale grants through the log: the old grant is freed once its lease ends.
+    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second' WHERE stamp = $1`, [stamp]);
+    await until(async () => (await lockRows(db)).length === 0);
+  });
+
   it('refuses to start a second live instance with the same appId, and starts once the first is gone', async () => {
     const first = await start(db.url, { appId: 'twin' });
     const stamp = await first.locks.tryLocks(['TWIN_WRITE']);

@@ -137,4 +137,27 @@ describe('concurrent calls of one instance (coalesced into batches)', () => {
     expect(failures).toHaveLength(19);
     expect(failures.every((r) => r.reason instanceof IllegalMonitorStateError)).toBe(true);
   });
+
+  it('a foreign stamp in a batch of releases is refused and stays held (the batch function filters by app)', async () => {
+    const foreign = await createLockApp(db.url, { appId: 'foreign' });
+    try {
+      const theirs = await foreign.locks.tryLocks(['THEIRS_WRITE']);
+      const ours = await Promise.all(['B1', 'B2', 'B3', 'B4'].map((name) => app.locks.tryLocks([`${name}_WRITE`])));
+      // Two batches go at once; the calls after them leave together in one batch of the batch function.
+      const results = await Promise.allSettled([
+        app.locks.releaseLocks(ours[0]!),
+        app.locks.releaseLocks(ours[1]!),
+        app.locks.releaseLocks(ours[2]!),
+        app.locks.releaseLocks(theirs),
+        app.locks.releaseLocks(ours[3]!),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(IllegalMonitorStateError);
+      expect(await lockRows(db)).toEqual([{ lock_name: 'THEIRS', mode: 'W', app_id: 'foreign', stamp: String(theirs) }]);
+      expect(foreign.locks.isHeld(theirs)).toBe(true);
+      await foreign.locks.releaseLocks(theirs);
+    } finally {
+      await foreign.close();
+    }
+  });
 });
