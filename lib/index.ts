@@ -3,7 +3,11 @@ export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
 export { WithLocks, type WithLocksDecorator } from './decorators/with-locks.decorator.js';
-export { LockHttpInterceptor, type LockedResponseBody } from './interceptors/lock-http.interceptor.js';
+export {
+  LockHttpInterceptor,
+  type LockedResponseBody,
+  type LockUnavailableResponseBody,
+} from './interceptors/lock-http.interceptor.js';
 export type {
   LockMode,
   LockSpec,

@@ -6,10 +6,13 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
-import { LockNotAcquiredError } from '../errors/index.js';
+import { LockNotAcquiredError, LockStoreError } from '../errors/index.js';
 
 /** HTTP 423 Locked (RFC 4918). */
 const LOCKED = 423;
+
+/** HTTP 503 Service Unavailable. */
+const UNAVAILABLE = 503;
 
 /** The JSON body of a 423 response. @publicApi */
 export interface LockedResponseBody {
@@ -20,9 +23,19 @@ export interface LockedResponseBody {
   readonly locks: ReadonlyArray<{ readonly name: string; readonly mode: 'read' | 'write' }>;
 }
 
+/** The JSON body of a 503 response: the lock database could not be reached. @publicApi */
+export interface LockUnavailableResponseBody {
+  readonly statusCode: 503;
+  readonly error: 'Service Unavailable';
+  readonly message: string;
+  /** True when the locks may have been granted to nobody (they are freed when their lease ends). */
+  readonly outcomeUnknown: boolean;
+}
+
 /**
  * Maps `LockNotAcquiredError` to **HTTP 423 Locked** with a JSON body naming the locks, and `Retry-After` when the
- * method declared `retryAfterSeconds`. Every other error passes through unchanged. `LockModule` mounts it globally
+ * method declared `retryAfterSeconds`; maps `LockStoreError` (the lock database could not be reached, e.g. during a
+ * restart) to **HTTP 503 Service Unavailable** with `Retry-After: 1`. Every other error passes through unchanged. `LockModule` mounts it globally
  * (extra `mountHttpInterceptor`, default true); use it with `@UseInterceptors(LockHttpInterceptor)` otherwise.
  * @publicApi
  */
@@ -32,6 +45,16 @@ export class LockHttpInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return next.handle();
     return next.handle().pipe(
       catchError((error: unknown) => {
+        if (error instanceof LockStoreError) {
+          setHeader(context.switchToHttp().getResponse<unknown>(), 'Retry-After', '1');
+          const body: LockUnavailableResponseBody = {
+            statusCode: UNAVAILABLE,
+            error: 'Service Unavailable',
+            message: `The lock database could not be reached (${error.operation})`,
+            outcomeUnknown: error.outcomeUnknown,
+          };
+          return throwError(() => new HttpException(body, UNAVAILABLE, { cause: error }));
+        }
         if (!(error instanceof LockNotAcquiredError)) return throwError(() => error);
         if (error.retryAfterSeconds !== undefined) {
           setHeader(context.switchToHttp().getResponse<unknown>(), 'Retry-After', String(error.retryAfterSeconds));

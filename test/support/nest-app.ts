@@ -1,4 +1,5 @@
 import { type INestApplication, Module, type Type } from '@nestjs/common';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import { LockService } from 'nestjs-db-locks';
 import { lockAppImports, type TestLockOptions } from './lock-app.js';
@@ -11,11 +12,14 @@ export interface TestNestApp {
   close(): Promise<void>;
 }
 
-/** Boots a full Nest HTTP application (TypeORM + schedule + LockModule) with the given controllers and providers. */
+/**
+ * Boots a full Nest HTTP application (TypeORM + schedule + LockModule) with the given controllers and providers, on
+ * Express (the default) or Fastify.
+ */
 export async function createNestApp(
   url: string,
   options: TestLockOptions,
-  parts: { controllers?: Type[]; providers?: Type[] } = {},
+  parts: { controllers?: Type[]; providers?: Type[]; platform?: 'express' | 'fastify' } = {},
 ): Promise<TestNestApp> {
   @Module({
     imports: lockAppImports(url, options),
@@ -25,7 +29,10 @@ export async function createNestApp(
   class TestAppModule {}
 
   const moduleRef = await Test.createTestingModule({ imports: [TestAppModule] }).compile();
-  const app = moduleRef.createNestApplication({ logger: false });
+  const app =
+    parts.platform === 'fastify'
+      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false })
+      : moduleRef.createNestApplication({ logger: false });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
   return {

@@ -8,6 +8,11 @@ export interface TestDatabase {
   readonly url: string;
   /** Runs SQL on a short-lived connection of its own. */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
+  /**
+   * Makes the database refuse every new connection and ends the open ones (as a restart or a failover does to its
+   * clients), or lets connections in again. Other databases of the server are not touched.
+   */
+  refuseConnections(refuse: boolean): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -54,6 +59,13 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
         await client.end();
       }
     },
+    refuseConnections: (refuse) =>
+      onAdmin(async (client) => {
+        await client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS ${refuse ? 'false' : 'true'}`);
+        if (refuse) {
+          await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+        }
+      }),
     drop: () => onAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
   };
   if (options.migrate ?? true) {
