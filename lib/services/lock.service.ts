@@ -102,11 +102,11 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     const group = parseLockGroup(locks);
     const { waitMs = 0, signal } = assertTryLocksOptions(options);
     if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
-    // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
-    if (!this.instanceLock.held) await this.instanceLock.ensure();
-    // The lease is counted from the moment the granting statement was sent: before the database's own start of it.
     let sentAt = 0;
-    const attempt = (waiter?: string): Promise<number> => {
+    const attempt = async (waiter?: string): Promise<number> => {
+      // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
+      if (!this.instanceLock.held) await this.instanceLock.ensure();
+      // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
       sentAt = LockLeases.now();
       return this.store.tryAcquire(group, waiter);
     };
