@@ -219,6 +219,9 @@ export class PostgresLockStore extends LockStore {
     const pool = this.pool();
     const borrowed = lane?.borrow();
     const client = borrowed ?? (await pool.connect());
+    // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
+    // (shutdown, terminated backend) would emit an 'error' nobody handles, which crashes the process.
+    if (!borrowed) client.on('error', ignore);
     onSent();
     let failure: unknown;
     try {
@@ -229,8 +232,11 @@ export class PostgresLockStore extends LockStore {
     } finally {
       const broken = failure !== undefined && isConnectionFailure(failure);
       if (borrowed) lane!.giveBack(borrowed, broken);
-      // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled.
-      else client.release(broken);
+      else {
+        client.off('error', ignore);
+        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled.
+        client.release(broken);
+      }
     }
   }
 
@@ -263,6 +269,9 @@ export class PostgresLockStore extends LockStore {
     return pool;
   }
 }
+
+/** The listener of a connection's errors that its statement reports anyway. */
+function ignore(): void {}
 
 function logFields(row: LogRow) {
   return {

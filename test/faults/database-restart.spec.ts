@@ -1,0 +1,132 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { startLoad, watchProcess } from '../support/fault-load.js';
+import { startRestartablePostgres, type RestartablePostgres } from '../support/restartable-postgres.js';
+import { connectClient } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+const LEASE_MS = 3000;
+const RENEW_MS = 250;
+const REAPER_MS = 300;
+const options = { leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: REAPER_MS, queryTimeoutMs: 1000 };
+
+/** The database stopped and started again under load, with three instances of a service. */
+describe('a database restart', () => {
+  let server: RestartablePostgres;
+  let apps: LockApp[];
+  const watcher = watchProcess();
+
+  /** Rows of SQL on the server, or undefined while it does not answer. */
+  async function query<R>(text: string): Promise<R[] | undefined> {
+    try {
+      const client = await connectClient(server.url);
+      try {
+        return (await client.query(text)).rows as R[];
+      } finally {
+        await client.end();
+      }
+    } catch {
+      return undefined;
+    }
+  }
+  const instanceSessions = async () =>
+    (await query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'nestjs-db-locks r%'`))?.length ?? 0;
+  const lockRowCount = async () => Number((await query<{ n: string }>('SELECT count(*) AS n FROM locking'))?.[0]?.n);
+
+  beforeAll(async () => {
+    server = await startRestartablePostgres();
+    apps = [];
+    for (const appId of ['r1', 'r2', 'r3']) apps.push(await createLockApp(server.url, { appId, ...options }, 6));
+    await apps[0]!.locks.setLockPermits('F1', 'read', 3);
+  });
+  afterAll(async () => {
+    await server.start();
+    await Promise.all(apps.map((app) => app.close()));
+    await server.destroy();
+    watcher.stop();
+  });
+  afterEach(() => expect(watcher.problems).toEqual([]));
+
+  const startWorkers = () =>
+    startLoad(
+      apps.map((app) => app.locks),
+      { names: ['F1', 'F2', 'F3'], workers: 3, permits: (name) => apps[0]!.locks.getLockPermits(name) },
+    );
+
+  it('shorter than the lease: holders keep their grants, every instance resumes, nothing is granted twice', async () => {
+    const [r1, r2] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks']];
+    const kept = await r1.tryLocks(['KEEP_WRITE']);
+    const signal = r1.getSignal(kept);
+    const load = startWorkers();
+    await until(() => load.report.granted >= 50);
+
+    await server.stop();
+    await sleep(4 * RENEW_MS + 200); // renewals fail meanwhile; the lease (3 s) does not run out
+    await server.start();
+    const startedAt = performance.now();
+    await until(async () => (await instanceSessions()) === 3, 10_000);
+    const resumedMs = performance.now() - startedAt;
+    const grantedBefore = load.report.granted;
+    await until(() => load.report.granted > grantedBefore + 20, 10_000);
+
+    expect(signal.aborted).toBe(false);
+    expect(r1.isHeld(kept)).toBe(true);
+    expect(await r2.tryLocks(['KEEP_WRITE'])).toBe(0);
+    const report = await load.stop();
+    expect(report.violations).toEqual([]);
+    expect(report.untyped).toEqual([]);
+    expect(resumedMs).toBeLessThan(RENEW_MS * 2 + 1000);
+    process.stdout.write(`fault figures: instances held their app ids again ${resumedMs.toFixed(0)} ms after the restart\n`);
+    await r1.releaseLocks(kept);
+    await until(async () => (await lockRowCount()) === 0, LEASE_MS + REAPER_MS + 2000);
+  });
+
+  it('longer than the lease: each holder is told by its lease end, and the locks are freed once it is back', async () => {
+    const [r1, r2] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks']];
+    const lost = await r1.tryLocks(['LOST_WRITE']);
+    let abortedAt = 0;
+    r1.getSignal(lost).addEventListener('abort', () => (abortedAt = performance.now()));
+    const load = startWorkers();
+    await until(() => load.report.granted >= 50);
+
+    await server.stop();
+    const stoppedAt = performance.now();
+    await sleep(LEASE_MS + 1000);
+    const restartedAt = performance.now();
+    // Told while the database was still away: no later than a lease after its last renewal was sent (before the
+    // stop), and not much earlier than that (the last renewal was sent at most one interval before the stop).
+    expect(abortedAt).toBeGreaterThan(0);
+    expect(abortedAt - stoppedAt).toBeLessThanOrEqual(LEASE_MS + 250);
+    expect(abortedAt - stoppedAt).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 1000);
+    expect(r1.isHeld(lost)).toBe(false);
+    await server.start();
+
+    // The lease ended in the database too: a reaper frees it and another instance takes it.
+    let freedMs = 0;
+    await until(async () => {
+      const stamp = await r2.tryLocks(['LOST_WRITE']).catch(() => 0);
+      if (stamp === 0) return false;
+      freedMs = performance.now() - restartedAt;
+      await r2.releaseLocks(stamp);
+      return true;
+    }, 15_000);
+    const report = await load.stop();
+    expect(report.violations).toEqual([]);
+    expect(report.untyped).toEqual([]);
+    process.stdout.write(`fault figures: a lock lost in a ${LEASE_MS + 1000} ms outage was free ${freedMs.toFixed(0)} ms after the restart\n`);
+    await until(async () => (await lockRowCount()) === 0, LEASE_MS + REAPER_MS + 3000);
+  });
+
+  it('app.close() while the database is stopped returns within a few seconds and throws nothing', async () => {
+    const extra = await createLockApp(server.url, { appId: 'r4', ...options }, 6);
+    const stamp = await extra.locks.tryLocks(['CLOSING_WRITE']);
+    expect(stamp).toBeGreaterThan(0);
+    await server.stop();
+    const started = performance.now();
+    await expect(extra.close()).resolves.toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(5000);
+    await server.start();
+    await until(async () => (await instanceSessions()) === 3, 10_000);
+  });
+});

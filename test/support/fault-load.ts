@@ -1,0 +1,108 @@
+import { LockError, type LockPermits, type LockRequest, type LockService } from 'nestjs-db-locks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GrantChecker } from './grant-checker.js';
+
+/** What a load run saw. */
+export interface LoadReport {
+  /** Breaches of the permits seen by the holders (see `GrantChecker`). */
+  readonly violations: readonly string[];
+  /** Errors that were not a typed `LockError` (a raw driver error reached a caller). */
+  readonly untyped: unknown[];
+  granted: number;
+  /** Grants whose signal fired while their holder held them. */
+  lost: number;
+  /** `tryLocks` or `releaseLocks` calls that failed with a typed error. */
+  failed: number;
+}
+
+/** Groups the workers take: one or two names of a few, read or write. */
+function randomGroup(names: readonly string[]): LockRequest[] {
+  const first = names[Math.floor(Math.random() * names.length)]!;
+  const second = names[Math.floor(Math.random() * names.length)]!;
+  const mode = (): 'read' | 'write' => (Math.random() < 0.5 ? 'read' : 'write');
+  return first === second ? [{ name: first, mode: mode() }] : [{ name: first, mode: mode() }, { name: second, mode: mode() }];
+}
+
+/**
+ * Real concurrent load for the fault tests: `workers` loops per instance take random groups of `names`, hold them a
+ * few milliseconds and release them, while faults happen. Every holder obeys its grant's signal: it stops holding
+ * the moment the signal fires. The checker sees each holding window, so any overlap beyond the permits is a grant
+ * that was wrong. `stop()` ends the loops and resolves with what they saw.
+ */
+export function startLoad(
+  instances: readonly LockService[],
+  options: { names: readonly string[]; workers: number; permits: (name: string) => LockPermits },
+): { readonly report: LoadReport; stop(): Promise<LoadReport> } {
+  const checker = new GrantChecker(options.permits);
+  const report: LoadReport = { violations: checker.violations, untyped: [], granted: 0, lost: 0, failed: 0 };
+  let running = true;
+  const noteError = (error: unknown) => {
+    if (error instanceof LockError) report.failed++;
+    else report.untyped.push(error);
+  };
+  const worker = async (locks: LockService) => {
+    while (running) {
+      const group = randomGroup(options.names);
+      let stamp = 0;
+      try {
+        stamp = await locks.tryLocks(group);
+      } catch (error) {
+        noteError(error);
+        await sleep(20);
+        continue;
+      }
+      if (stamp === 0) {
+        await sleep(2);
+        continue;
+      }
+      report.granted++;
+      let holding = true;
+      checker.enter(group, stamp);
+      const signal = locks.getSignal(stamp);
+      const leave = () => {
+        if (!holding) return;
+        holding = false;
+        checker.leave(group);
+      };
+      signal.addEventListener('abort', () => {
+        report.lost++;
+        leave();
+      });
+      if (signal.aborted) {
+        report.lost++;
+        leave();
+      }
+      await sleep(Math.random() * 10);
+      leave();
+      try {
+        await locks.releaseLocks(stamp);
+      } catch (error) {
+        noteError(error);
+      }
+    }
+  };
+  const loops = instances.flatMap((locks) => Array.from({ length: options.workers }, () => worker(locks)));
+  return {
+    report,
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return report;
+    },
+  };
+}
+
+/** Records unhandled rejections and uncaught exceptions while a fault test runs. */
+export function watchProcess(): { readonly problems: unknown[]; stop(): void } {
+  const problems: unknown[] = [];
+  const record = (problem: unknown) => void problems.push(problem);
+  process.on('unhandledRejection', record);
+  process.on('uncaughtException', record);
+  return {
+    problems,
+    stop: () => {
+      process.off('unhandledRejection', record);
+      process.off('uncaughtException', record);
+    },
+  };
+}

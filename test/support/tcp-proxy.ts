@@ -1,0 +1,123 @@
+import { createServer, type Server, Socket } from 'node:net';
+
+/** What the proxy does to the connection that sends the next matching statement. */
+export type ProxyFault =
+  /** Resets the client's socket before the statement reaches the server: nothing ran, the client sees ECONNRESET. */
+  | 'reset-before'
+  /** Lets the statement run and commit, swallows the answer, then resets the client's socket (ECONNRESET). */
+  | 'reset-after-commit'
+  /** Lets the statement run and commit, then forwards nothing more either way: the client waits for an answer. */
+  | 'stall';
+
+/** A loopback TCP proxy in front of PostgreSQL that breaks one chosen statement's connection on demand. */
+export interface FaultProxy {
+  /** `url` (a database behind the proxy) with the proxy's host and port. */
+  via(url: string): string;
+  /** Arms `fault` for the next statement whose Parse or Bind message contains `pattern`; resolves when it fired. */
+  arm(pattern: string, fault: ProxyFault): Promise<void>;
+  /** Resets every connection through the proxy at once. */
+  resetAll(): void;
+  close(): Promise<void>;
+}
+
+interface Armed {
+  readonly pattern: string;
+  readonly fault: ProxyFault;
+  readonly fired: () => void;
+}
+
+/**
+ * Splits a PostgreSQL protocol stream into messages: a type byte and an int32 length (which counts itself). The
+ * client's first message (startup) has no type byte.
+ */
+class MessageSplitter {
+  private buffer = Buffer.alloc(0);
+
+  constructor(private untyped: boolean) {}
+
+  push(chunk: Buffer): Array<{ type: string; bytes: Buffer }> {
+    this.buffer = Buffer.concat([this.buffer, chunk]);
+    const messages: Array<{ type: string; bytes: Buffer }> = [];
+    for (;;) {
+      const head = this.untyped ? 0 : 1;
+      if (this.buffer.length < head + 4) break;
+      const length = this.buffer.readInt32BE(head);
+      if (this.buffer.length < head + length) break;
+      messages.push({ type: this.untyped ? '' : String.fromCharCode(this.buffer[0]!), bytes: this.buffer.subarray(0, head + length) });
+      this.buffer = this.buffer.subarray(head + length);
+      this.untyped = false;
+    }
+    return messages;
+  }
+}
+
+/** Starts a proxy on 127.0.0.1 (a free port) to the server of `url`. */
+export async function startFaultProxy(url: string): Promise<FaultProxy> {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  let armed: Armed | undefined;
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    sockets.add(client).add(upstream);
+    const fromClient = new MessageSplitter(true);
+    const fromServer = new MessageSplitter(false);
+    let faulted: ProxyFault | undefined;
+    const end = () => {
+      sockets.delete(client);
+      sockets.delete(upstream);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', () => faulted !== 'stall' && end());
+    upstream.on('error', end).on('close', () => faulted !== 'stall' && end());
+    upstream.connect(Number(target.port || 5432), target.hostname);
+    client.on('data', (chunk: Buffer) => {
+      if (faulted) return; // after a fault nothing more reaches the server
+      for (const { type, bytes } of fromClient.push(chunk)) {
+        const hit = armed && (type === 'P' || type === 'B') && bytes.toString('latin1').includes(armed.pattern) ? armed : undefined;
+        if (hit) {
+          armed = undefined;
+          faulted = hit.fault;
+          hit.fired();
+          if (hit.fault === 'reset-before') {
+            client.resetAndDestroy();
+            upstream.destroy();
+            return;
+          }
+        }
+        upstream.write(bytes);
+      }
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      const messages = fromServer.push(chunk);
+      if (!faulted) {
+        for (const { bytes } of messages) client.write(bytes);
+        return;
+      }
+      // The statement ran; its answer never reaches the client.
+      if (faulted === 'reset-after-commit' && messages.some((m) => m.type === 'Z')) {
+        client.resetAndDestroy();
+        upstream.destroy();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    via: (url) => {
+      const proxied = new URL(url);
+      proxied.hostname = '127.0.0.1';
+      proxied.port = String(port);
+      return proxied.toString();
+    },
+    arm: (pattern, fault) => new Promise<void>((resolve) => (armed = { pattern, fault, fired: resolve })),
+    resetAll: () => {
+      for (const socket of sockets) socket.resetAndDestroy();
+      sockets.clear();
+    },
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
