@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LockWaitAbortedError } from '../errors/index.js';
+import { LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
@@ -41,23 +41,41 @@ export async function waitForGroup(
   const onAbort = () => wake();
   signal?.addEventListener('abort', onAbort);
   let granted = false;
+  // The database may fail for a moment while we wait (a restart, a dropped connection): an attempt whose outcome is
+  // known (nothing granted) is simply tried again until the deadline, which then reports the last failure.
+  let failure: LockStoreError | undefined;
+  let registeredAt = -Infinity;
+  const register = async () => {
+    try {
+      await context.store.registerWaiter(waiter, group, ttlMs);
+      registeredAt = Date.now();
+    } catch (error) {
+      if (!(error instanceof LockStoreError)) throw error;
+    }
+  };
   try {
-    await context.store.registerWaiter(waiter, group, ttlMs);
-    let registeredAt = Date.now();
+    await register();
     for (;;) {
       if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
       woken = false;
-      const stamp = await context.attempt(waiter);
+      let stamp = 0;
+      try {
+        stamp = await context.attempt(waiter);
+        failure = undefined;
+      } catch (error) {
+        if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
+        failure = error;
+      }
       if (stamp > 0) {
         granted = true; // the granting statement removed the waiter's rows
         return stamp;
       }
       const left = deadline - Date.now();
-      if (left <= 0) return 0;
-      if (Date.now() - registeredAt > ttlMs / 3) {
-        await context.store.registerWaiter(waiter, group, ttlMs);
-        registeredAt = Date.now();
+      if (left <= 0) {
+        if (failure) throw failure;
+        return 0;
       }
+      if (Date.now() - registeredAt > ttlMs / 3) await register();
       // A notification that arrived while we were trying means: try again at once.
       if (!woken) {
         await new Promise<void>((resolve) => {

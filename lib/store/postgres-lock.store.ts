@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockConfigurationError } from '../errors/index.js';
+import { LockConfigurationError, LockStoreError } from '../errors/index.js';
 import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import {
@@ -127,7 +127,17 @@ export class PostgresLockStore extends LockStore {
 
   async claimAppId(): Promise<InstanceSession | undefined> {
     const { appId, instance } = this.options;
-    return openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotPath.lane);
+    // A pooled connection that the server has just ended (a restart, a terminated backend) fails at once: take
+    // another. Retrying is safe: an instance lock taken on a connection that died went with it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotPath.lane);
+      } catch (error) {
+        const retry = error instanceof LockStoreError && isConnectionFailure(error.cause);
+        if (!retry || attempt >= this.options.retry.maxAttempts) throw error;
+        this.retryCount++;
+      }
+    }
   }
 
   async describeAppIdHolder(): Promise<string> {

@@ -1,0 +1,112 @@
+import { AppIdInUseError, LockLostError, LockStoreError } from 'nestjs-db-locks';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { startLoad, watchProcess } from '../support/fault-load.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+const LEASE_MS = 3000;
+const RENEW_MS = 250;
+const options = { leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: 300, waitRecheckMs: 2000 };
+
+/** Every kind of backend the library uses, terminated under load (pg_terminate_backend), one kind at a time and all. */
+describe('terminated backends', () => {
+  let db: TestDatabase;
+  let apps: LockApp[];
+  const watcher = watchProcess();
+
+  /** The pool's connections of each instance are named `pool-<appId>`; the instance sessions name themselves. */
+  const BACKENDS = {
+    'instance sessions': `application_name LIKE 'nestjs-db-locks t%'`,
+    'the listening connections': `query = 'LISTEN nestjs_db_locks'`,
+    'pool connections': `application_name LIKE 'pool-t%' AND query <> 'LISTEN nestjs_db_locks'`,
+    'all of them at once': `(application_name LIKE 'nestjs-db-locks t%' OR application_name LIKE 'pool-t%')`,
+  } as const;
+
+  async function terminate(where: string): Promise<number> {
+    const rows = await db.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND ${where}`,
+    );
+    return rows.length;
+  }
+  const count = async (where: string) =>
+    (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${where}`)).length;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    apps = [];
+    for (const appId of ['t1', 't2']) {
+      const url = new URL(db.url);
+      url.searchParams.set('application_name', `pool-${appId}`);
+      apps.push(await createLockApp(url.toString(), { appId, ...options }, 6));
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await db.drop();
+    watcher.stop();
+  });
+  afterEach(() => expect(watcher.problems).toEqual([]));
+
+  it.each(Object.entries(BACKENDS))('%s: grants are kept, waiters served, nothing granted twice', async (_kind, where) => {
+    const [t1, t2] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks']];
+    const kept = await t1.tryLocks(['KEPT_WRITE']);
+    const signal = t1.getSignal(kept);
+    // A waiter, so that each instance has its listening connection open.
+    const gate = await t1.tryLocks(['GATE_WRITE']);
+    const waiting = t2.tryLocks(['GATE_WRITE'], { waitMs: 20_000 });
+    await until(async () => (await count(BACKENDS['the listening connections'])) >= 1);
+    const load = startLoad([t1, t2], {
+      names: ['B1', 'B2', 'B3'],
+      workers: 3,
+      permits: (name) => t1.getLockPermits(name),
+    });
+    try {
+      await until(() => load.report.granted >= 30);
+      expect(await terminate(where)).toBeGreaterThan(0);
+      const before = load.report.granted;
+      await until(() => load.report.granted >= before + 30, 10_000);
+      // Each instance holds its app id again (a new session), within a renewal interval or at its next tryLocks.
+      await until(async () => (await count(BACKENDS['instance sessions'])) === 2, 5000);
+      await t1.releaseLocks(gate);
+      // The waiter is served, unless its attempt was in flight on a terminated connection: then it is told that a
+      // grant may exist (and nobody renews it).
+      const handedOver = await waiting.catch((error: unknown) => {
+        expect(error).toBeInstanceOf(LockStoreError);
+        expect((error as LockStoreError).outcomeUnknown).toBe(true);
+        return 0;
+      });
+      if (handedOver > 0) await t2.releaseLocks(handedOver);
+    } finally {
+      const report = await load.stop();
+      expect(report.violations).toEqual([]);
+      expect(report.untyped).toEqual([]);
+    }
+    expect(signal.aborted).toBe(false);
+    expect(t1.isHeld(kept)).toBe(true);
+    await t1.releaseLocks(kept);
+    await until(async () => (await db.query('SELECT 1 FROM locking')).length === 0, LEASE_MS + 2000);
+  });
+
+  it('an instance whose app id a twin took while it was disconnected is fenced: grants lost, new ones refused', async () => {
+    // Renewals far apart, so that the twin can start before the instance notices it lost its session.
+    const first = await createLockApp(db.url, { appId: 'twin', leaseMs: 9000, renewIntervalMs: 3000, reaperIntervalMs: 0 });
+    let twin: LockApp | undefined;
+    try {
+      const stamp = await first.locks.tryLocks(['TWIN_WRITE']);
+      const signal = first.locks.getSignal(stamp);
+      expect(await terminate(`application_name LIKE 'nestjs-db-locks twin %'`)).toBe(1);
+      twin = await createLockApp(db.url, { appId: 'twin', reaperIntervalMs: 0 }); // its start-up recovery frees TWIN
+      await until(() => signal.aborted, 8000); // at the first instance's next renewal
+      expect(signal.reason).toBeInstanceOf(LockLostError);
+      expect(first.locks.isHeld(stamp)).toBe(false);
+      await expect(first.locks.tryLocks(['OTHER_WRITE'])).rejects.toThrow(AppIdInUseError);
+      expect(await db.query(`SELECT 1 FROM locking WHERE lock_name = 'OTHER'`)).toEqual([]);
+      const taken = await twin.locks.tryLocks(['TWIN_WRITE']);
+      expect(taken).toBeGreaterThan(stamp);
+      await twin.locks.releaseLocks(taken);
+    } finally {
+      await first.close();
+      await twin?.close();
+    }
+  });
+});
