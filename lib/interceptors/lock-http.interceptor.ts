@@ -13,11 +13,19 @@ const LOCKED = 423;
 
 /** The JSON body of a 423 response. @publicApi */
 export interface LockedResponseBody {
+  /** Always 423. */
   readonly statusCode: 423;
+  /** Always `'Locked'`. */
   readonly error: 'Locked';
+  /** Which method did not run and which locks were not available. */
   readonly message: string;
   /** The locks that were not available, e.g. `[{ name: 'WS1', mode: 'read' }]`. */
-  readonly locks: ReadonlyArray<{ readonly name: string; readonly mode: 'read' | 'write' }>;
+  readonly locks: ReadonlyArray<{
+    /** The lock's name. */
+    readonly name: string;
+    /** The mode that was asked for. */
+    readonly mode: 'read' | 'write';
+  }>;
 }
 
 /**
