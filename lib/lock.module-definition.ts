@@ -8,6 +8,7 @@ import type { LockModuleExtras, LockModuleOptions } from './interfaces/index.js'
  */
 export const {
   ConfigurableModuleClass,
+  /** Injection token of the `LockModuleOptions` given to `forRoot` / `forRootAsync`. */
   MODULE_OPTIONS_TOKEN: LOCK_MODULE_OPTIONS,
   OPTIONS_TYPE,
   ASYNC_OPTIONS_TYPE,

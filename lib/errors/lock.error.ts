@@ -5,6 +5,7 @@
  * @publicApi
  */
 export abstract class LockError extends Error {
+  /** The error's class name, e.g. `'LockStoreError'`. */
   override readonly name: string;
 
   protected constructor(message: string, options?: { cause?: unknown }) {

@@ -16,17 +16,28 @@ const UNAVAILABLE = 503;
 
 /** The JSON body of a 423 response. @publicApi */
 export interface LockedResponseBody {
+  /** Always 423. */
   readonly statusCode: 423;
+  /** Always `'Locked'`. */
   readonly error: 'Locked';
+  /** Which method did not run and which locks were not available. */
   readonly message: string;
   /** The locks that were not available, e.g. `[{ name: 'WS1', mode: 'read' }]`. */
-  readonly locks: ReadonlyArray<{ readonly name: string; readonly mode: 'read' | 'write' }>;
+  readonly locks: ReadonlyArray<{
+    /** The lock's name. */
+    readonly name: string;
+    /** The mode that was asked for. */
+    readonly mode: 'read' | 'write';
+  }>;
 }
 
 /** The JSON body of a 503 response: the lock database could not be reached. @publicApi */
 export interface LockUnavailableResponseBody {
+  /** Always 503. */
   readonly statusCode: 503;
+  /** Always `'Service Unavailable'`. */
   readonly error: 'Service Unavailable';
+  /** Which lock operation could not reach the database. */
   readonly message: string;
   /** True when the locks may have been granted to nobody (they are freed when their lease ends). */
   readonly outcomeUnknown: boolean;

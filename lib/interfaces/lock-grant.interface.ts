@@ -8,12 +8,17 @@ export type LockLogStatus = 'ACQUIRED' | 'BUSINESS_DONE' | 'RELEASED' | 'REAPED'
  * @publicApi
  */
 export interface LockGrant {
+  /** The grant's stamp, as `tryLocks` returned it. */
   readonly stamp: number;
+  /** The `appId` of the instance that holds it. */
   readonly appId: string;
   /** The process that took it (`instance` option). */
   readonly instance: string;
+  /** The locks of the group. */
   readonly locks: readonly LockRequest[];
+  /** When it was granted (database clock). */
   readonly acquiredAt: Date;
+  /** Milliseconds since it was granted (database clock). */
   readonly heldForMs: number;
   /** Milliseconds until the lease expires (negative once expired and not yet reaped). */
   readonly leaseLeftMs: number;
@@ -26,12 +31,19 @@ export interface LockGrant {
  * @publicApi
  */
 export interface LockLogEntry {
+  /** The grant's stamp. */
   readonly stamp: number;
+  /** The `appId` of the instance that took it. */
   readonly appId: string;
+  /** The process that took it (`instance` option). */
   readonly instance: string;
+  /** The locks of the group. */
   readonly locks: readonly LockRequest[];
+  /** Where the grant is in its life: `ACQUIRED`, `BUSINESS_DONE`, then `RELEASED`, `REAPED` or `RECOVERED`. */
   readonly status: LockLogStatus;
+  /** When it was granted (database clock). */
   readonly acquiredAt: Date;
+  /** When `markBusinessDone` recorded it, if it did. */
   readonly businessDoneAt: Date | null;
   /** When it was released, reaped or recovered. */
   readonly endedAt: Date | null;

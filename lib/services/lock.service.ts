@@ -53,6 +53,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   private busy = 0;
   private released = 0;
 
+  /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
     private readonly permitsCache: LockPermitsCache,
@@ -181,7 +182,14 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * The grant of the innermost `@WithLocks` method (or `withLocks` callback) of the current call chain: its stamp
    * (for `markBusinessDone` and fencing) and its signal; `undefined` outside one.
    */
-  currentLock(): { readonly stamp: number; readonly signal: AbortSignal } | undefined {
+  currentLock():
+    | {
+        /** The grant's stamp. */
+        readonly stamp: number;
+        /** Fires, with a `LockLostError` as its reason, when the grant is lost. */
+        readonly signal: AbortSignal;
+      }
+    | undefined {
     const stamp = LockContext.stamp(this);
     return stamp === undefined ? undefined : { stamp, signal: this.leases.signal(stamp) };
   }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { CLUSTER_ENV } from './banner.js';
 import { openSampleDatabase } from './database/sample-database.js';
 import { runSampleMigrations } from './database/sample.migrations.js';
 
@@ -33,17 +34,22 @@ async function runCluster(): Promise<void> {
     const appId = `sample-${index + 1}`;
     const port = basePort + index;
     const child = spawn(process.execPath, [mainScript], {
-      env: { ...process.env, DATABASE_URL: database.url, APP_ID: appId, PORT: String(port) },
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        APP_ID: appId,
+        PORT: String(port),
+        [CLUSTER_ENV.pid]: String(process.pid),
+        [CLUSTER_ENV.instances]: String(INSTANCES),
+        [CLUSTER_ENV.database]: database.source,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.set(index, child);
     for (const stream of [child.stdout, child.stderr]) {
       createInterface({ input: stream }).on('line', (line) => process.stdout.write(`[${appId}] ${line}\n`));
     }
-    say(
-      `${appId}: pid ${child.pid}, console http://127.0.0.1:${port}/ ` +
-        `(kill -9 ${child.pid} to watch its locks come back)`,
-    );
+    say(`${appId}: starting, pid ${child.pid}, console http://127.0.0.1:${port}/`);
     child.on('exit', (code, signal) => {
       children.delete(index);
       if (stopping) return;
@@ -71,6 +77,10 @@ async function runCluster(): Promise<void> {
   process.once('SIGINT', (signal) => void stop(signal));
   process.once('SIGTERM', (signal) => void stop(signal));
 
+  say(
+    `pid ${process.pid}: ${INSTANCES} instances on one database; Ctrl+C (or kill ${process.pid}) stops them all` +
+      `${database.started ? ', then PostgreSQL' : ''}`,
+  );
   for (let index = 0; index < INSTANCES; index++) start(index);
 }
 

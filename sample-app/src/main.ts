@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
+import { clusterFromEnv, sampleBanner } from './banner.js';
 import { sampleConfigFromEnv } from './config/sample.config.js';
 import { openSampleDatabase } from './database/sample-database.js';
 
@@ -33,17 +34,16 @@ async function main(): Promise<void> {
 
   for (const note of database.notes) logger.warn(note);
   const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  process.stdout.write(
-    [
-      '',
-      `  nestjs-db-locks sample · instance ${config.appId}${config.schedule ? '' : ' (jobs off)'}`,
-      `  database: ${database.source}`,
-      `  lock console: http://${shown}:${port}/`,
-      `  stop: Ctrl+C · three instances on one database: npm run start:cluster`,
-      '',
-      '',
-    ].join('\n'),
-  );
+  const cluster = clusterFromEnv(process.env);
+  const banner = sampleBanner({
+    appId: config.appId,
+    pid: process.pid,
+    url: `http://${shown}:${port}/`,
+    database: cluster?.database ?? database.source,
+    jobs: config.schedule,
+    cluster,
+  });
+  process.stdout.write(['', ...banner.map((line) => `  ${line}`), '', ''].join('\n'));
 }
 
 main().catch((error: unknown) => {

@@ -1,30 +1,60 @@
 // Packs the library, installs the tarball into a fresh Nest application in a temporary folder, compiles that
-// application with TypeScript against the published type declarations, and runs it: LockModule.forRoot and
-// LockService.tryLocks must work through `import { … } from 'nestjs-db-locks'`, exactly as a user gets them.
-// With `--oldest-peers` the application uses the oldest versions the peer ranges allow (Nest 11, @nestjs/schedule 6,
-// TypeORM 0.3) instead of the versions this repository develops with.
+// application with TypeScript against the published type declarations, and runs it twice: as an ES module
+// (`"type": "module"`, `import`) and as a CommonJS application (`require()` of the ES module, which Node.js allows
+// from 20.19 and 22.12 on). LockModule.forRoot and LockService.tryLocks must work through `'nestjs-db-locks'` in
+// both, exactly as a user gets them.
+// Options:
+//   --oldest-peers  the oldest versions the peer ranges allow (Nest 11, @nestjs/schedule 6, TypeORM 0.3) instead of
+//                   the versions this repository develops with;
+//   --node MAJOR    install and run the application with that Node.js major (the `node` package of the npm registry)
+//                   instead of the Node.js running this script.
+// The install uses `--engine-strict` (npm refuses any package whose `engines` excludes the Node.js in use) except for
+// Nest 12 on Node.js < 22: Nest 12's @nestjs/common depends on file-type 22, which declares Node.js >= 22 (npm warns
+// EBADENGINE; the README says so).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 
 const root = resolve(import.meta.dirname, '../..');
 const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const work = mkdtempSync(join(tmpdir(), 'ndl-consumer-'));
 chmodSync(work, 0o755);
-/** @type {(cmd: string, args: string[], cwd: string) => string} */
-const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+/** @type {NodeJS.ProcessEnv} */
+let toolEnv = process.env;
+/** @type {(cmd: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv) => string} */
+const run = (cmd, args, cwd, env = toolEnv) =>
+  execFileSync(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
 
 const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop() ?? '');
 /** The lower bound of each peer range that has several majors, e.g. `^11.0.0 || ^12.0.0` → `^11.0.0`. */
 const OLDEST = process.argv.includes('--oldest-peers');
+const nodeArg = process.argv.indexOf('--node');
+const NODE_MAJOR = nodeArg > 0 ? Number(process.argv[nodeArg + 1]) : undefined;
+if (NODE_MAJOR !== undefined && !Number.isSafeInteger(NODE_MAJOR)) throw new Error('--node takes a major version, e.g. --node 22');
+
 /** @type {(name: string) => string} */
 const versionOf = (name) => {
   if (OLDEST && name === '@nestjs/platform-express') return versionOf('@nestjs/core');
   const peer = own.peerDependencies[name];
   return OLDEST && peer ? peer.split('||')[0].trim() : own.devDependencies[name];
 };
+
+// The Node.js that installs and runs the application: this one, or the one `--node` asks for, first on the PATH
+// (so that `npm` itself runs on it and checks `engines` against it).
+if (NODE_MAJOR !== undefined) {
+  const nodeDir = join(work, 'node');
+  mkdirSync(nodeDir);
+  writeFileSync(join(nodeDir, 'package.json'), JSON.stringify({ name: 'node-runtime', private: true }));
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', `node@${NODE_MAJOR}`], nodeDir);
+  toolEnv = { ...process.env, PATH: `${join(nodeDir, 'node_modules', '.bin')}${delimiter}${process.env.PATH ?? ''}` };
+}
+const nodeVersion = run('node', ['--version'], work).trim();
+const nodeMajor = Number(/^v(\d+)/.exec(nodeVersion)?.[1]);
+if (NODE_MAJOR !== undefined && nodeMajor !== NODE_MAJOR) throw new Error(`asked for Node.js ${NODE_MAJOR}, got ${nodeVersion}`);
+const engineStrict = OLDEST || nodeMajor >= 22;
+
 const app = join(work, 'app');
 mkdirSync(join(app, 'src'), { recursive: true });
 writeFileSync(
@@ -52,9 +82,12 @@ writeFileSync(
     include: ['src'],
   }),
 );
-writeFileSync(
-  join(app, 'src', 'main.ts'),
-  `import 'reflect-metadata';
+/**
+ * The application: a controller method under `@WithLocks` and a `tryLocks` call, checked through HTTP. The same source
+ * compiles to an ES module (`app/`) and to CommonJS (`app/cjs/`, where `import` becomes `require()`).
+ * @type {(appId: string) => string}
+ */
+const mainSource = (appId) => `import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
@@ -74,42 +107,68 @@ class Ws1Controller {
   imports: [
     TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...LOCK_MIGRATIONS], migrationsRun: true }),
     ScheduleModule.forRoot(),
-    LockModule.forRoot({ appId: 'consumer-1' }),
+    LockModule.forRoot({ appId: '${appId}' }),
   ],
   controllers: [Ws1Controller],
 })
 class AppModule {}
 
-const app = await NestFactory.create(AppModule, { logger: ['error'] });
-await app.listen(0, '127.0.0.1');
-const url = 'http://127.0.0.1:' + (app.getHttpServer().address() as { port: number }).port + '/ws1';
-const locks = app.get(LockService);
-const group: LockSpec[] = ['WS1_WRITE', 'WS0_READ'];
-const stamp = await locks.tryLocks(group);
-const second = await locks.tryLocks(['WS1_WRITE']);
-const whileHeld = await fetch(url);
-await locks.releaseLocks(stamp);
-const afterRelease = await fetch(url);
-await app.close();
-if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp + ', ' + second);
-if (whileHeld.status !== 423 || afterRelease.status !== 200) {
-  throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
+async function main(): Promise<void> {
+  const app = await NestFactory.create(AppModule, { logger: ['error'] });
+  await app.listen(0, '127.0.0.1');
+  const url = 'http://127.0.0.1:' + (app.getHttpServer().address() as { port: number }).port + '/ws1';
+  const locks = app.get(LockService);
+  const group: LockSpec[] = ['WS1_WRITE', 'WS0_READ'];
+  const stamp = await locks.tryLocks(group);
+  const second = await locks.tryLocks(['WS1_WRITE']);
+  const whileHeld = await fetch(url);
+  await locks.releaseLocks(stamp);
+  const afterRelease = await fetch(url);
+  await app.close();
+  if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp + ', ' + second);
+  if (whileHeld.status !== 423 || afterRelease.status !== 200) {
+    throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
+  }
+  const format = typeof require === 'function' && typeof module === 'object' ? 'CommonJS' : 'ES module';
+  console.log('consumer ok (' + format + ', ' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + ', Node.js ' + process.version + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release');
 }
-console.log('consumer ok (' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release');
-`,
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
+`;
+writeFileSync(join(app, 'src', 'main.ts'), mainSource('consumer-esm'));
+// The CommonJS application: its own package.json without "type": "module", the same dependencies (found in app/).
+const cjs = join(app, 'cjs');
+mkdirSync(join(cjs, 'src'), { recursive: true });
+writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'fresh-nest-app-cjs', private: true, type: 'commonjs' }));
+writeFileSync(
+  join(cjs, 'tsconfig.json'),
+  JSON.stringify({ extends: '../tsconfig.json', compilerOptions: { outDir: 'dist', rootDir: 'src' }, include: ['src'] }),
 );
-run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], app);
+writeFileSync(join(cjs, 'src', 'main.ts'), mainSource('consumer-cjs'));
+
+run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...(engineStrict ? ['--engine-strict'] : [])], app);
 run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
+run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], cjs);
 const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg'].map(
   (name) => `${name}@${JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version}`,
 );
-console.log(`consumer app with ${installed.join(', ')}`);
+console.log(
+  `consumer app with ${installed.join(', ')} on Node.js ${nodeVersion}` +
+    (engineStrict ? ' (installed with --engine-strict)' : ''),
+);
 
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server?.url };
 try {
-  process.stdout.write(execFileSync('node', ['dist/main.js'], { cwd: app, env }).toString());
+  for (const [dir, format] of [[app, 'ES module'], [cjs, 'CommonJS']]) {
+    const out = run('node', ['dist/main.js'], dir, { ...toolEnv, DATABASE_URL: env.DATABASE_URL });
+    process.stdout.write(out);
+    if (!out.includes(`consumer ok (${format},`)) throw new Error(`the ${format} application did not report success`);
+  }
 } finally {
   await server?.stop();
   rmSync(work, { recursive: true, force: true });

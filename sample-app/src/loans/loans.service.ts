@@ -78,6 +78,10 @@ export class LoansService {
         amountCents,
         debts.map((debt) => debt.principalCents),
       );
+      await lockAccounts(
+        manager,
+        debts.filter((_, index) => (parts[index] ?? 0) > 0).map((debt) => debt.investor),
+      );
       for (const [index, debt] of debts.entries()) {
         const part = parts[index] ?? 0;
         if (part === 0) continue;
@@ -107,6 +111,7 @@ export class LoansService {
       if (!(await manager.existsBy(InvestorAccountEntity, { investor: to })))
         throw new NotFoundException(`no investor ${to}`);
       await sleep(this.config.transferMs); // the contract paperwork, slow on purpose
+      await lockAccounts(manager, [to, debt.investor]);
       const sold = await manager.update(DebtEntity, { id: debtId, investor: debt.investor }, { investor: to });
       if (sold.affected !== 1) throw new ConflictException(`debt ${debtId} was sold by another transfer meanwhile`);
       const paid = await manager.query(
@@ -128,6 +133,21 @@ export class LoansService {
       throw new NotFoundException(`no loan ${loanId}`);
     }
   }
+}
+
+/**
+ * Locks the accounts of `investors` for the rest of the business transaction, in investor order, before any of them
+ * changes. Operations on different loans run at the same time (each holds only its own loan's lock) and move money
+ * between the same investors' accounts: taking those rows in one fixed order means two operations can wait for each
+ * other only in a line, never in a cycle, which PostgreSQL would break by aborting one of them (`deadlock detected`).
+ * `FOR UPDATE` with `ORDER BY` locks the rows in the sorted order (PostgreSQL applies the locking clause after
+ * sorting).
+ */
+async function lockAccounts(manager: EntityManager, investors: readonly string[]): Promise<void> {
+  await manager.query(
+    'SELECT investor FROM investor_accounts WHERE investor = ANY($1) ORDER BY investor FOR UPDATE',
+    [[...new Set(investors)]],
+  );
 }
 
 /** The database clock now (not the transaction's start: `clock_timestamp()`). */
