@@ -67,9 +67,13 @@ export class InstanceLock implements OnModuleDestroy {
 
   private async reclaim(): Promise<void> {
     // Hand the broken connection back to the pool, which destroys it: kept, it would hold a pool slot for good.
+    const previous = this.session?.backend;
     this.session?.close();
     this.session = undefined;
-    const session = await this.store.claimAppId();
+    let session = await this.store.claimAppId();
+    // The server may still run the session this side gave up (a stalled connection, not yet noticed there): it is
+    // our own, so end it rather than mistake it for a twin.
+    if (!session && previous && (await this.store.endStaleSession(previous))) session = await this.store.claimAppId();
     if (this.closed) {
       session?.close();
       return;

@@ -100,8 +100,13 @@ export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_mode
  */
 const APP_ID_KEY = `hashtextextended($1, ${INSTANCE_NAMESPACE})`;
 
-/** $1 app id: the instance lock, held by the session for the life of the instance. */
-export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed`;
+/** $1 app id: the instance lock, held by the session for the life of the instance, and who the session is. */
+export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed, pg_backend_pid() AS pid,
+    (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()) AS started`;
+
+/** $1 pid, $2 start: ends that server process if it still runs, waiting up to a second for it to exit. */
+export const END_STALE_SESSION = `SELECT pg_terminate_backend(pid, 1000) AS ended FROM pg_stat_activity
+  WHERE pid = $1 AND backend_start::text = $2`;
 
 /** $1 app id: who holds the instance lock of an app id (for the error message). A bigint key shows in `pg_locks`
  * as its high and low 32 bits, with objsubid 1. */

@@ -11,6 +11,7 @@ import {
   type LockListener,
   type PermitsRow,
   type RenewOutcome,
+  type SessionBackend,
 } from './lock.store.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
@@ -138,6 +139,14 @@ export class PostgresLockStore extends LockStore {
         this.retryCount++;
       }
     }
+  }
+
+  async endStaleSession(backend: SessionBackend): Promise<boolean> {
+    const result = await this.run<{ ended: boolean }>('claimAppId', false, {
+      text: SQL.END_STALE_SESSION,
+      values: [backend.pid, backend.started],
+    });
+    return result.rows[0]?.ended === true;
   }
 
   async describeAppIdHolder(): Promise<string> {

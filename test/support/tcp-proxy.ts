@@ -13,7 +13,10 @@ export type ProxyFault =
 export interface FaultProxy {
   /** `url` (a database behind the proxy) with the proxy's host and port. */
   via(url: string): string;
-  /** Arms `fault` for the next statement whose Parse or Bind message contains `pattern`; resolves when it fired. */
+  /**
+   * Arms `fault` for the next statement whose Parse or Bind message contains `pattern`; resolves when it fired, and
+   * rejects if no such statement came within 10 s.
+   */
   arm(pattern: string, fault: ProxyFault): Promise<void>;
   /** Resets every connection through the proxy at once. */
   resetAll(): void;
@@ -110,7 +113,14 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
       proxied.port = String(port);
       return proxied.toString();
     },
-    arm: (pattern, fault) => new Promise<void>((resolve) => (armed = { pattern, fault, fired: resolve })),
+    arm: (pattern, fault) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          armed = undefined;
+          reject(new Error(`no statement matching ${pattern} went through the proxy`));
+        }, 10_000);
+        armed = { pattern, fault, fired: () => (clearTimeout(timer), resolve()) };
+      }),
     resetAll: () => {
       for (const socket of sockets) socket.resetAndDestroy();
       sockets.clear();

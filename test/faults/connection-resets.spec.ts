@@ -1,0 +1,153 @@
+import { LockStoreError } from 'nestjs-db-locks';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { startLoad, watchProcess } from '../support/fault-load.js';
+import { startFaultProxy, type FaultProxy } from '../support/tcp-proxy.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+const LEASE_MS = 1500;
+const RENEW_MS = 200;
+const REAPER_MS = 300;
+const QUERY_TIMEOUT_MS = 1000;
+/** In the statement text (`locking_try_acquire…`) and in the prepared statement's name (`nestjs_db_locks_try_acquire…`). */
+const ACQUIRE = 'try_acquire';
+/** In `locking_release…` and `nestjs_db_locks_release…`. */
+const RELEASE = '_release';
+
+/**
+ * A proxy between one instance and the database resets or stalls the connection in the middle of an acquisition or
+ * a release: the outcomes the instance cannot know. Another instance, connected directly, runs the reaper.
+ */
+describe('connections reset or stalled in the middle of a statement', () => {
+  let db: TestDatabase;
+  let proxy: FaultProxy;
+  let proxied: LockApp;
+  let direct: LockApp;
+  const watcher = watchProcess();
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    proxy = await startFaultProxy(db.url);
+    proxied = await createLockApp(
+      proxy.via(db.url),
+      { appId: 'proxied', leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: 0, queryTimeoutMs: QUERY_TIMEOUT_MS },
+      6,
+    );
+    direct = await createLockApp(db.url, { appId: 'direct', reaperIntervalMs: REAPER_MS }, 6);
+  });
+  afterAll(async () => {
+    await proxied.close();
+    await direct.close();
+    await proxy.close();
+    await db.drop();
+    watcher.stop();
+  });
+  afterEach(() => expect(watcher.problems).toEqual([]));
+
+  const rowsOf = (name: string) =>
+    db.query<{ stamp: string; app_id: string }>('SELECT stamp, app_id FROM locking WHERE lock_name = $1', [name]);
+  const versionOf = async (stamp: string) =>
+    (await db.query<{ version: number }>('SELECT version FROM locking_log WHERE stamp = $1', [stamp]))[0]?.version;
+
+  /** Milliseconds until the direct instance can take `name` for write (then it releases it). */
+  async function timeUntilFree(name: string): Promise<number> {
+    const from = performance.now();
+    await until(async () => {
+      const stamp = await direct.locks.tryLocks([`${name}_WRITE`]);
+      if (stamp > 0) await direct.locks.releaseLocks(stamp);
+      return stamp > 0;
+    }, LEASE_MS + REAPER_MS + 5000);
+    return performance.now() - from;
+  }
+
+  it.each([
+    ['reset-after-commit', 'committed, the answer lost'] as const,
+    ['stall', 'committed, no answer within queryTimeoutMs'] as const,
+  ])('an acquisition %s (%s): outcomeUnknown, never renewed, free within lease + reaper interval', async (fault, _what) => {
+    const name = `AMB_${fault.replace(/-/g, '_').toUpperCase()}`;
+    const fired = proxy.arm(ACQUIRE, fault);
+    const error = await proxied.locks.tryLocks([`${name}_WRITE`]).catch((e: unknown) => e);
+    await fired;
+    expect(error).toBeInstanceOf(LockStoreError);
+    expect((error as LockStoreError).outcomeUnknown).toBe(true);
+    // The grant exists, held by nobody the instance knows about...
+    const [row] = await rowsOf(name);
+    expect(row?.app_id).toBe('proxied');
+    const failedAt = performance.now();
+    // ... and it is never renewed (several renewal intervals pass).
+    await sleep(3 * RENEW_MS);
+    expect(await versionOf(row!.stamp)).toBe(1);
+    await timeUntilFree(name);
+    const freeAfter = performance.now() - failedAt;
+    expect(freeAfter).toBeLessThan(LEASE_MS + REAPER_MS + 1500);
+    process.stdout.write(`fault figures: an ambiguous grant (${fault}) was free ${freeAfter.toFixed(0)} ms after the failure\n`);
+    expect((await db.query('SELECT status FROM locking_log WHERE stamp = $1', [row!.stamp]))[0]).toEqual({ status: 'REAPED' });
+    // A single caller's statements run on the instance's own session, which the stall left running on the server
+    // with the app id's lock: the instance ends that session of its own and grants again (no false "twin").
+    const again = await proxied.locks.tryLocks([`${name}_WRITE`]);
+    expect(again).toBeGreaterThan(0);
+    await proxied.locks.releaseLocks(again);
+  });
+
+  it('an acquisition reset before it reached the server: outcomeUnknown (the client cannot tell), nothing granted', async () => {
+    const fired = proxy.arm(ACQUIRE, 'reset-before');
+    const error = await proxied.locks.tryLocks(['NEVER_WRITE']).catch((e: unknown) => e);
+    await fired;
+    expect(error).toBeInstanceOf(LockStoreError);
+    expect((error as LockStoreError).outcomeUnknown).toBe(true);
+    expect(await rowsOf('NEVER')).toEqual([]);
+    // The instance goes on granting (its own session may have been the one reset: it takes its app id back).
+    const stamp = await proxied.locks.tryLocks(['NEVER_WRITE']);
+    expect(stamp).toBeGreaterThan(0);
+    await proxied.locks.releaseLocks(stamp);
+  });
+
+  it.each([
+    ['reset-before', 'nothing ran'] as const,
+    ['reset-after-commit', 'released, the answer lost'] as const,
+  ])('a release %s (%s): releaseLocks throws, the grant is not renewed, and it is freed in the background', async (fault, _what) => {
+    const name = `REL_${fault.replace(/-/g, '_').toUpperCase()}`;
+    const stamp = await proxied.locks.tryLocks([`${name}_WRITE`]);
+    const fired = proxy.arm(RELEASE, fault);
+    const failedAt = performance.now();
+    const error = await proxied.locks.releaseLocks(stamp).catch((e: unknown) => e);
+    await fired;
+    expect(error).toBeInstanceOf(LockStoreError);
+    expect(proxied.locks.isHeld(stamp)).toBe(false);
+    // Released again on the next renewal ticks (or already released by the statement whose answer was lost).
+    await until(async () => (await rowsOf(name)).length === 0, 2 * RENEW_MS + 2000);
+    const freedMs = performance.now() - failedAt;
+    expect(freedMs).toBeLessThan(LEASE_MS); // well before any reaper could have freed it
+    const [log] = await db.query<{ status: string; version: number }>(
+      'SELECT status, version FROM locking_log WHERE stamp = $1',
+      [stamp],
+    );
+    expect(log).toEqual({ status: 'RELEASED', version: 2 }); // never renewed after the failed release
+    process.stdout.write(`fault figures: a failed release (${fault}) was freed ${freedMs.toFixed(0)} ms after the failure\n`);
+  });
+
+  it('every connection reset again and again under load: nothing granted twice, every lock drained', async () => {
+    const load = startLoad([proxied.locks, direct.locks], {
+      names: ['L1', 'L2', 'L3'],
+      workers: 3,
+      permits: (name) => direct.locks.getLockPermits(name),
+    });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const before = load.report.granted;
+        await until(() => load.report.granted >= before + 20, 10_000);
+        proxy.resetAll();
+      }
+      const before = load.report.granted;
+      await until(() => load.report.granted >= before + 20, 10_000);
+    } finally {
+      const report = await load.stop();
+      expect(report.violations).toEqual([]);
+      expect(report.untyped).toEqual([]);
+      expect(report.failed).toBeGreaterThan(0); // the resets did hit statements in flight
+    }
+    await until(async () => (await db.query('SELECT 1 FROM locking')).length === 0, LEASE_MS + REAPER_MS + 3000);
+  });
+});
