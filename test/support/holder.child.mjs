@@ -1,7 +1,8 @@
 // A lock holder in a process of its own, for crash tests: it boots a Nest application context with LockModule (the
 // built package, as a user's process would), takes the locks in LOCKS, and reports on stdout as JSON lines. With
 // MODE=business it then opens a business transaction, inserts a row into `business`, reports `wrote`, and waits for
-// a `commit` line on stdin before calling markBusinessDone and committing.
+// a `commit` line on stdin before calling markBusinessDone and committing. In every mode it reports `signal` when its
+// grant's signal fires, and answers a `check` line with `state` (whether it believes it holds the grant).
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -33,6 +34,13 @@ const app = await NestFactory.createApplicationContext(HolderModule, { logger: [
 const locks = app.get(LockService);
 const stamp = await locks.tryLocks(/** @type {never} */ ((env.LOCKS ?? 'HELD_WRITE').split(',')));
 report({ event: 'held', stamp });
+// The grant's signal, as its holder watches it; and `check` on stdin asks whether the holder believes it holds it.
+const signal = locks.getSignal(stamp);
+signal.addEventListener('abort', () => report({ event: 'signal', reason: /** @type {Error} */ (signal.reason).name }));
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (line) => {
+  if (line.trim() === 'check') report({ event: 'state', held: locks.isHeld(stamp) });
+});
 
 if (env.MODE === 'business') {
   const dataSource = app.get(DataSource);
@@ -41,7 +49,7 @@ if (env.MODE === 'business') {
   await runner.startTransaction();
   await runner.query(`INSERT INTO business (writer, stamp) VALUES ($1, $2)`, [env.APP_ID, stamp]);
   report({ event: 'wrote' });
-  for await (const line of createInterface({ input: process.stdin })) {
+  for await (const line of lines) {
     if (line.trim() !== 'commit') continue;
     try {
       await locks.markBusinessDone(stamp, runner.manager);
