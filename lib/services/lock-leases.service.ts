@@ -115,11 +115,6 @@ export class LockLeases implements OnModuleDestroy {
     );
   }
 
-  /** Stamps whose release failed and is still to be retried. */
-  get pendingReleases(): number {
-    return this.releasing.size;
-  }
-
   onModuleDestroy(): void {
     clearTimeout(this.watchdog);
     this.watchdogAt = Infinity;
