@@ -96,7 +96,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * @returns the group's stamp (a positive integer, unique for the life of the tables), or `0` when some lock of the
    *   group is not available.
    * @throws InvalidLockSpecError before any database call, for a bad spec or group.
-   * @throws LockStoreError when the database fails (transient failures are retried first).
+   * @throws LockStoreError when the database fails (transient failures are retried first, and a wait goes on through
+   *   failures that granted nothing); `outcomeUnknown` is true when the group may have been granted all the same
+   *   (nobody renews such a grant: it is freed within `leaseMs + reaperIntervalMs`).
+   * @throws AppIdInUseError when a twin took this instance's `appId` while it was disconnected (it grants nothing more).
    * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
    */
   async tryLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<number> {
