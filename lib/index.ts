@@ -21,7 +21,12 @@ export type {
   TryLocksOptions,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
-export { LOCK_MIGRATIONS, CreateLockTables1763683200000, FasterLockFunctions1795247677000 } from './migrations/index.js';
+export {
+  LOCK_MIGRATIONS,
+  CreateLockTables1763683200000,
+  FasterLockFunctions1795247677000,
+  OrderedLockWaiters1795500000000,
+} from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {
   LockError,
@@ -37,4 +42,5 @@ export {
   LockLostError,
   AppIdInUseError,
   LockWaitAbortedError,
+  LockShutdownError,
 } from './errors/index.js';

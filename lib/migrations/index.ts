@@ -1,12 +1,18 @@
 import { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 import { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
+import { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
+export { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
  * new versions of the library; `runMigrations` applies those not yet run).
  * @publicApi
  */
-export const LOCK_MIGRATIONS = [CreateLockTables1763683200000, FasterLockFunctions1795247677000] as const;
+export const LOCK_MIGRATIONS = [
+  CreateLockTables1763683200000,
+  FasterLockFunctions1795247677000,
+  OrderedLockWaiters1795500000000,
+] as const;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LockWaitAbortedError } from '../errors/index.js';
+import { LockShutdownError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
@@ -12,18 +12,28 @@ export interface WaitContext {
   readonly recheckMs: number;
 }
 
+/** The error a stopped wait rejects with: the shutdown's own, or the caller's abort. */
+function stopError(signal: AbortSignal): LockWaitAbortedError {
+  return signal.reason instanceof LockShutdownError ? signal.reason : new LockWaitAbortedError(signal.reason);
+}
+
 /**
- * Waits for a whole group until `deadline` (a `Date.now()` value): registers the waiter (a waiting writer makes new
- * readers yield), then tries again on every notification for its names and at least every `recheckMs`. Resolves with
- * the stamp, or 0 at the deadline; rejects with `LockWaitAbortedError` when `signal` fires. Its waiter rows are
- * removed however it ends.
+ * Waits for a whole group until `deadline` (a `Date.now()` value). In this order, so that no release can slip
+ * between the checks unnoticed: the process LISTENs, the waiter registers (its rows give it its place in the order
+ * of waiters, and a waiting writer makes the readers behind it yield), then it tries, and tries again on every
+ * notification for its names and at least every `recheckMs`. A release that commits before the registration is
+ * seen by the first attempt; one that commits after it sees the waiter and notifies.
+ *
+ * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
+ * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
+ * grant is released first. Its waiter rows are removed however it ends.
  * @internal
  */
 export async function waitForGroup(
   context: WaitContext,
   group: readonly LockRequest[],
   deadline: number,
-  signal: AbortSignal | undefined,
+  signal: AbortSignal,
 ): Promise<number> {
   const waiter = randomUUID();
   const ttlMs = context.recheckMs * 3;
@@ -37,27 +47,33 @@ export async function waitForGroup(
     },
   );
   const onAbort = () => wake();
-  signal?.addEventListener('abort', onAbort);
-  let granted = false;
+  signal.addEventListener('abort', onAbort);
+  let registered = false;
   try {
+    await context.notifications.listening();
+    if (signal.aborted) throw stopError(signal);
+    registered = true; // also when the registration fails halfway: removing rows that are not there is harmless
     await context.store.registerWaiter(waiter, group, ttlMs);
     let registeredAt = Date.now();
     for (;;) {
-      if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
       woken = false;
       const stamp = await context.store.tryAcquire(group, waiter);
-      if (stamp > 0) {
-        granted = true; // the granting statement removed the waiter's rows
-        return stamp;
+      if (stamp > 0) registered = false; // the granting statement removed the waiter's rows
+      if (signal.aborted) {
+        // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
+        if (stamp > 0) await context.store.release(stamp).catch(() => undefined);
+        throw stopError(signal);
       }
+      if (stamp > 0) return stamp;
       const left = deadline - Date.now();
       if (left <= 0) return 0;
       if (Date.now() - registeredAt > ttlMs / 3) {
         await context.store.registerWaiter(waiter, group, ttlMs);
         registeredAt = Date.now();
+        void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
       }
       // A notification that arrived while we were trying means: try again at once.
-      if (!woken) {
+      if (!woken && !signal.aborted) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(left, context.recheckMs));
           wake = () => {
@@ -67,10 +83,12 @@ export async function waitForGroup(
         });
         wake = () => undefined;
       }
+      if (signal.aborted) throw stopError(signal);
     }
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    signal.removeEventListener('abort', onAbort);
     unsubscribe();
-    if (!granted) await context.store.unregisterWaiter(waiter);
+    // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`.
+    if (registered) await context.store.unregisterWaiter(waiter).catch(() => undefined);
   }
 }
