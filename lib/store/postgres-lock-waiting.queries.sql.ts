@@ -15,7 +15,7 @@ export const SELECT_BUSY_LOCKS = `SELECT name, mode, busy FROM (
       WHEN EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
         OR (SELECT count(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)
            >= coalesce((SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode),
-                       CASE r.mode WHEN 'W' THEN $4 ELSE $3 END) THEN 'held'
+                       CASE r.mode WHEN 'W' THEN $4::integer ELSE $3::integer END) THEN 'held'
       WHEN r.mode = 'R' AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
                                       AND w.expires > now()) THEN 'writer-waiting'
     END AS busy
