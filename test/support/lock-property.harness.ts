@@ -122,7 +122,8 @@ export async function runLockProperty(db: TestDatabase, options: PropertyRunOpti
   };
 }
 
-function randomGroup(names: readonly string[]): LockSpec[] {
+/** One to three of `names`, each for read or for write at random. */
+export function randomGroup(names: readonly string[]): LockSpec[] {
   const size = 1 + Math.floor(Math.random() * 3);
   const picked = [...names].sort(() => Math.random() - 0.5).slice(0, size);
   return picked.map((name) => `${name}_${Math.random() < 0.5 ? 'READ' : 'WRITE'}` as LockSpec);
