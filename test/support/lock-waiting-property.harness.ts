@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockWaitAbortedError, parseLockGroup, type LockPermits } from 'nestjs-db-locks';
 import { GrantChecker } from './grant-checker.js';
 import { createLockApp, type LockApp } from './lock-app.js';
-import { randomGroup } from './lock-property.harness.js';
+import { randomGroup, writePermits } from './lock-property.harness.js';
 import type { TestDatabase } from './test-database.js';
 
 /** Shape of a waiting property run. */
@@ -41,14 +41,7 @@ export interface WaitingRunResult {
  * end).
  */
 export async function runWaitingProperty(db: TestDatabase, options: WaitingRunOptions): Promise<WaitingRunResult> {
-  for (const [name, permits] of Object.entries(options.permits)) {
-    for (const mode of ['read', 'write'] as const) {
-      const value = permits[mode];
-      if (value !== undefined) {
-        await db.query(`INSERT INTO locking_permissions VALUES ($1, $2, $3)`, [name, mode === 'read' ? 'R' : 'W', value]);
-      }
-    }
-  }
+  await writePermits(db, options.permits);
   const permitsOf = (name: string): LockPermits => ({ ...options.defaults, ...options.permits[name] });
   const checker = new GrantChecker(permitsOf);
   const violations: string[] = [];
