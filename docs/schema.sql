@@ -4,6 +4,8 @@
 
 CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
 
+CREATE SEQUENCE locking_waiter_seq AS bigint MINVALUE 1 MAXVALUE 9223372036854775807 NO CYCLE;
+
 CREATE TABLE locking (
   lock_name character varying(200) NOT NULL,
   mode character(1) NOT NULL,
@@ -47,6 +49,7 @@ CREATE TABLE locking_waiters (
   mode character(1) NOT NULL,
   app_id character varying(200) NOT NULL,
   expires timestamp with time zone NOT NULL,
+  seq bigint NOT NULL DEFAULT nextval('locking_waiter_seq'::regclass),
   CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
 );
 CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
@@ -240,10 +243,12 @@ AS $function$
              INTO v_busy
              FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
          END IF;
-         -- Writer preference: a reader yields to a writer waiting for the name.
+         -- Writer preference in registration order (see ORDERED_WAITERS).
          IF NOT v_busy AND v_mode = 'R' THEN
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
-                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
+                               AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807));
          END IF;
          EXIT WHEN v_busy;
        END LOOP;
@@ -303,10 +308,12 @@ AS $function$
              INTO v_busy
              FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
          END IF;
-         -- Writer preference: a reader yields to a writer waiting for the name.
+         -- Writer preference in registration order (see ORDERED_WAITERS).
          IF NOT v_busy AND v_mode = 'R' THEN
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
-                               AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
+                               AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807));
          END IF;
      IF v_busy THEN
        RETURN 0;

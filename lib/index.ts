@@ -30,6 +30,7 @@ export {
   CreateLockTables1763683200000,
   FasterLockFunctions1795247677000,
   OrderedLockRelease1795400000000,
+  OrderedLockWaiters1795500000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {
@@ -46,4 +47,5 @@ export {
   LockLostError,
   AppIdInUseError,
   LockWaitAbortedError,
+  LockShutdownError,
 } from './errors/index.js';

@@ -18,8 +18,10 @@ export type WithLocksDecorator = <T extends LockableMethod>(
 
 /**
  * Takes a group of locks before the method runs and releases it when the method settles (its Promise resolves or
- * rejects, or its Observable completes or errors). Works on controller handlers, provider methods and `@Cron` /
- * `@Interval` / `@Timeout` jobs, in either order relative to the other decorators.
+ * rejects), once the nested calls reusing the grant have settled too. A method returning an Observable holds nothing
+ * once it has returned it: each subscription takes the group and releases it on complete, error or unsubscribe.
+ * Works on controller handlers, provider methods and `@Cron` / `@Interval` / `@Timeout` jobs, in either order
+ * relative to the other decorators.
  *
  * ```ts
  * @Cron('0 * * * * *')

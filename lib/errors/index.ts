@@ -11,3 +11,4 @@ export { LockModuleNotInitializedError } from './lock-module-not-initialized.err
 export { LockLostError } from './lock-lost.error.js';
 export { AppIdInUseError } from './app-id-in-use.error.js';
 export { LockWaitAbortedError } from './lock-wait-aborted.error.js';
+export { LockShutdownError } from './lock-shutdown.error.js';

@@ -7,10 +7,11 @@ interface Subscriber {
 }
 
 /**
- * The one listening connection of this process, shared by all its waiters (opened on the first wait). A notification
- * wakes the waiters of the freed names; `'*'` and a lost connection wake every waiter (they re-check, and the
- * connection is opened again on the next wait). Waiters also re-check on a timer, so nothing depends on a
- * notification arriving.
+ * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
+ * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter. A lost
+ * connection wakes every waiter and, while some waiter remains, is opened again at once; once it listens again every
+ * waiter is woken once more (notifications sent in between were missed). Waiters also re-check on a timer, so
+ * nothing depends on a notification arriving.
  * @internal
  */
 @Injectable()
@@ -26,8 +27,15 @@ export class LockNotifications implements OnModuleDestroy {
   subscribe(names: Iterable<string>, wake: () => void): () => void {
     const subscriber: Subscriber = { names: new Set(names), wake };
     this.subscribers.add(subscriber);
-    void this.ensureListening();
     return () => void this.subscribers.delete(subscriber);
+  }
+
+  /**
+   * Resolves once this process LISTENs (opening the connection when it is not open), or once opening it failed:
+   * then waiters fall back to their timer, and the next call tries again.
+   */
+  async listening(): Promise<void> {
+    await this.ensureListening();
   }
 
   private ensureListening(): Promise<LockListener | undefined> {
@@ -36,9 +44,10 @@ export class LockNotifications implements OnModuleDestroy {
       .listen({
         freed: (names) => this.dispatch(names),
         lost: () => {
-          this.logger.warn('The lock listening connection broke; waiters fall back to re-checking');
+          this.logger.warn('The lock listening connection broke; it is opened again, waiters re-check meanwhile');
           this.listener = undefined;
           this.dispatch('*');
+          if (this.subscribers.size > 0) void this.ensureListening().then((open) => open && this.dispatch('*'));
         },
       })
       .catch((error: unknown) => {

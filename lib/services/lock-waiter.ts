@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { LockStoreError, LockWaitAbortedError } from '../errors/index.js';
+import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
@@ -7,25 +7,39 @@ import type { LockNotifications } from './lock-notifications.service.js';
 /** What a wait needs. @internal */
 export interface WaitContext {
   readonly store: LockStore;
-  /** One acquisition attempt of the group (it records when it was sent, for the lease). */
+  /** One acquisition attempt of the group for `waiter` (it checks the instance lock and records the lease's start). */
   readonly attempt: (waiter: string) => Promise<number>;
   readonly notifications: LockNotifications;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
 }
 
+/** The error a stopped wait rejects with: the shutdown's own, or the caller's abort. */
+function stopError(signal: AbortSignal): LockWaitAbortedError {
+  return signal.reason instanceof LockShutdownError ? signal.reason : new LockWaitAbortedError(signal.reason);
+}
+
 /**
- * Waits for a whole group until `deadline` (a `Date.now()` value): registers the waiter (a waiting writer makes new
- * readers yield), then tries again on every notification for its names and at least every `recheckMs`. Resolves with
- * the stamp, or 0 at the deadline; rejects with `LockWaitAbortedError` when `signal` fires. Its waiter rows are
- * removed however it ends.
+ * Waits for a whole group until `deadline` (a `Date.now()` value). In this order, so that no release can slip
+ * between the checks unnoticed: the process LISTENs, the waiter registers (its rows give it its place in the order
+ * of waiters, and a waiting writer makes the readers behind it yield), then it tries, and tries again on every
+ * notification for its names and at least every `recheckMs`. A release that commits before the registration is
+ * seen by the first attempt; one that commits after it sees the waiter and notifies.
+ *
+ * The database may fail for a moment while the waiter waits (a restart, a dropped connection): an attempt or a
+ * registration whose outcome is known (nothing granted) is simply made again until the deadline, which then reports
+ * the last failure; an attempt whose outcome is unknown ends the wait with its error.
+ *
+ * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
+ * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
+ * grant is released first. Its waiter rows are removed however it ends.
  * @internal
  */
 export async function waitForGroup(
   context: WaitContext,
   group: readonly LockRequest[],
   deadline: number,
-  signal: AbortSignal | undefined,
+  signal: AbortSignal,
 ): Promise<number> {
   const waiter = randomUUID();
   const ttlMs = context.recheckMs * 3;
@@ -39,45 +53,52 @@ export async function waitForGroup(
     },
   );
   const onAbort = () => wake();
-  signal?.addEventListener('abort', onAbort);
-  let granted = false;
-  // The database may fail for a moment while we wait (a restart, a dropped connection): an attempt whose outcome is
-  // known (nothing granted) is simply tried again until the deadline, which then reports the last failure.
-  let failure: LockStoreError | undefined;
-  let registeredAt = -Infinity;
-  const register = async () => {
-    try {
-      await context.store.registerWaiter(waiter, group, ttlMs);
-      registeredAt = Date.now();
-    } catch (error) {
-      if (!(error instanceof LockStoreError)) throw error;
-    }
-  };
+  signal.addEventListener('abort', onAbort);
+  let registered = false;
   try {
+    await context.notifications.listening();
+    if (signal.aborted) throw stopError(signal);
+    registered = true; // also when the registration fails halfway: removing rows that are not there is harmless
+    let registeredAt = -Infinity;
+    const register = async () => {
+      await context.store.registerWaiter(waiter, group, ttlMs).then(
+        () => void (registeredAt = Date.now()),
+        (error: unknown) => knownFailure(error),
+      );
+    };
+    let failure: LockStoreError | undefined;
+    const knownFailure = (error: unknown): void => {
+      if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
+      failure = error;
+    };
     await register();
     for (;;) {
-      if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
       woken = false;
       let stamp = 0;
       try {
         stamp = await context.attempt(waiter);
         failure = undefined;
       } catch (error) {
-        if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
-        failure = error;
+        knownFailure(error);
       }
-      if (stamp > 0) {
-        granted = true; // the granting statement removed the waiter's rows
-        return stamp;
+      if (stamp > 0) registered = false; // the granting statement removed the waiter's rows
+      if (signal.aborted) {
+        // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
+        if (stamp > 0) await context.store.release(stamp).catch(() => undefined);
+        throw stopError(signal);
       }
+      if (stamp > 0) return stamp;
       const left = deadline - Date.now();
       if (left <= 0) {
         if (failure) throw failure;
         return 0;
       }
-      if (Date.now() - registeredAt > ttlMs / 3) await register();
+      if (Date.now() - registeredAt > ttlMs / 3) {
+        await register();
+        void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
+      }
       // A notification that arrived while we were trying means: try again at once.
-      if (!woken) {
+      if (!woken && !signal.aborted) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(left, context.recheckMs));
           wake = () => {
@@ -87,12 +108,12 @@ export async function waitForGroup(
         });
         wake = () => undefined;
       }
+      if (signal.aborted) throw stopError(signal);
     }
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    signal.removeEventListener('abort', onAbort);
     unsubscribe();
-    // A failure here must not hide how the wait ended (an ambiguous attempt's error above all); rows left behind
-    // expire on their own.
-    if (!granted) await context.store.unregisterWaiter(waiter).catch(() => undefined);
+    // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`.
+    if (registered) await context.store.unregisterWaiter(waiter).catch(() => undefined);
   }
 }

@@ -1,13 +1,22 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationShutdown,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import {
   IllegalMonitorStateError,
   InvalidLockArgumentError,
   LockLostError,
+  LockShutdownError,
   LockWaitAbortedError,
 } from '../errors/index.js';
 import type {
   LockGrant,
+  LockRequest,
   LockLogEntry,
   LockMode,
   LockPermits,
@@ -37,7 +46,8 @@ import { LockNotifications } from './lock-notifications.service.js';
 import { LockReaper } from './lock-reaper.service.js';
 import { waitForGroup } from './lock-waiter.js';
 import { LockServiceHost } from './lock-service.host.js';
-import { runLocked, type LockedCall } from './locked-call.runner.js';
+import type { LockedCall, LockHolder } from './lock-scope.js';
+import { runLocked } from './locked-call.runner.js';
 
 /**
  * Named read/write locks with permits, kept in the shared PostgreSQL database (seed 000's API).
@@ -47,11 +57,22 @@ import { runLocked, type LockedCall } from './locked-call.runner.js';
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit, OnApplicationShutdown {
+export class LockService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('LockService');
   private granted = 0;
   private busy = 0;
   private released = 0;
+  /** Aborted when the application shuts down: ends every wait. */
+  private readonly closing = new AbortController();
+  /** The waits under way, so that shutdown can await their clean-up. */
+  private readonly waits = new Set<Promise<number>>();
+  /** What `@WithLocks` calls through (and the key of this service's re-entrancy context). */
+  private readonly holder: LockHolder = {
+    tryLocks: (locks, options) => this.tryLocks(locks, options),
+    releaseLocks: (stamp) => this.releaseLocks(stamp),
+    isHeld: (stamp) => this.leases.isHeld(stamp),
+    busyLocks: (locks) => this.store.busyLocks(locks),
+  };
 
   /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */
   constructor(
@@ -83,6 +104,15 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     LockServiceHost.register(this);
   }
 
+  /**
+   * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows (the database is
+   * still open at this stage); later waits are refused with the same error. @internal
+   */
+  async onModuleDestroy(): Promise<void> {
+    this.closing.abort(new LockShutdownError());
+    await Promise.allSettled([...this.waits]);
+  }
+
   /** @internal */
   onApplicationShutdown(): void {
     LockServiceHost.unregister(this);
@@ -101,6 +131,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    *   (nobody renews such a grant: it is freed within `leaseMs + reaperIntervalMs`).
    * @throws AppIdInUseError when a twin took this instance's `appId` while it was disconnected (it grants nothing more).
    * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
+   * @throws LockShutdownError when the application shuts down during the wait, or has (nothing is held).
    */
   async tryLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<number> {
     const group = parseLockGroup(locks);
@@ -114,11 +145,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
       sentAt = LockLeases.now();
       return this.store.tryAcquire(group, waiter);
     };
-    let stamp = await attempt();
-    if (stamp === 0 && waitMs > 0) {
-      const context = { store: this.store, attempt, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
-      stamp = await waitForGroup(context, group, Date.now() + waitMs, signal);
-    }
+    const stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt) : await attempt();
     if (stamp > 0) {
       this.granted++;
       this.leases.track(stamp, sentAt);
@@ -126,6 +153,23 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
       this.busy++;
     }
     return stamp;
+  }
+
+  /** Waits for `group` (see `waitForGroup`), tracked so that shutdown ends it. */
+  private waitFor(
+    group: readonly LockRequest[],
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    attempt: (waiter: string) => Promise<number>,
+  ): Promise<number> {
+    if (this.closing.signal.aborted) return Promise.reject(new LockShutdownError());
+    const context = { store: this.store, attempt, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
+    const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
+    this.waits.add(waiting);
+    const forget = () => void this.waits.delete(waiting);
+    waiting.then(forget, forget);
+    return waiting;
   }
 
   /**
@@ -182,8 +226,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * The grant of the innermost `@WithLocks` method (or `withLocks` callback) of the current call chain: its stamp
-   * (for `markBusinessDone` and fencing) and its signal; `undefined` outside one.
+   * The grant of the innermost `@WithLocks` method (or `withLocks` callback) of the current call chain that is still
+   * running: its stamp (for `markBusinessDone` and fencing) and its signal (aborted if the grant was lost);
+   * `undefined` outside one, and in work that outlives the grant (a timer or a promise the method did not await,
+   * once the method and the calls reusing its grant have settled).
    */
   currentLock():
     | {
@@ -193,7 +239,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
         readonly signal: AbortSignal;
       }
     | undefined {
-    const stamp = LockContext.stamp(this);
+    const stamp = LockContext.current(this.holder)?.stamp;
     return stamp === undefined ? undefined : { stamp, signal: this.leases.signal(stamp) };
   }
 
@@ -271,7 +317,8 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
 
   /**
    * Runs `fn` holding the group, the programmatic form of `@WithLocks`: the locks are taken before `fn` runs and
-   * released (awaited) when its Promise settles. Re-entrant within one async call chain.
+   * released (awaited) when its Promise settles. Re-entrant within one async call chain, for as long as the grant it
+   * reuses is held.
    * @returns what `fn` returns, or `undefined` when the group is not available and `onUnavailable` is `'skip'`.
    * @throws LockNotAcquiredError when the group is not available (default `onUnavailable: 'throw'`).
    * @throws LockUpgradeError when the chain holds a name for read and `locks` asks for it for write.
@@ -288,7 +335,7 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
 
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
-    return runLocked(this, locked);
+    return runLocked(this.holder, locked);
   }
 
   /** Counters since start, for metrics and benchmarks. */

@@ -1,6 +1,12 @@
 import type { EntityManager } from 'typeorm';
 import type { LockGrant, LockLogEntry, LockRequest } from '../interfaces/index.js';
 
+/** A lock of a group that is not available now: held elsewhere, or a read yielding to a waiting writer. @internal */
+export interface BusyLock {
+  readonly request: LockRequest;
+  readonly reason: 'held' | 'writer-waiting';
+}
+
 /** One row of `locking_permissions`, in the library's vocabulary. @internal */
 export interface PermitsRow {
   readonly name: string;
@@ -61,6 +67,8 @@ export abstract class LockStore {
   abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
   /** Removes a waiter's rows. */
   abstract unregisterWaiter(waiter: string): Promise<void>;
+  /** Which locks of `group` are not available now, and why (a snapshot, for log lines). */
+  abstract busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]>;
   /** Opens the process's listening session. */
   abstract listen(callbacks: ListenerCallbacks): Promise<LockListener>;
   /** Deletes this app's rows of `stamp` and logs RELEASED; false when none matched. */

@@ -34,8 +34,10 @@ export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, 
   SELECT n, $1, m, $2, now() + $5 * interval '1 millisecond' FROM unnest($3::text[], $4::text[]) AS t(n, m)
   ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires`;
 
-/** $1 waiter: removes its rows (it got its group, gave up, or was aborted). */
-export const UNREGISTER_WAITER = `DELETE FROM locking_waiters WHERE waiter = $1`;
+/** $1 waiter: removes its rows (it gave up, or was aborted). A writer that leaves may let readers that yielded to
+ * it in: its names are notified (to whoever still waits for them). */
+export const UNREGISTER_WAITER = `WITH gone AS (DELETE FROM locking_waiters WHERE waiter = $1 RETURNING lock_name, mode)
+  SELECT locking_notify_freed(coalesce(array_agg(lock_name::text) FILTER (WHERE mode = 'W'), '{}')) FROM gone`;
 
 /** $1 app id, $2 stamps, $3 async commit → the stamps that matched. */
 export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS released`;

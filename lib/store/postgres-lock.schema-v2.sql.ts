@@ -21,8 +21,11 @@ import { LIVE, RELEASE_FUNCTION_V1, TRY_ACQUIRE_FUNCTION_V1 } from './postgres-l
  * same text: the batch and the single call must never disagree on a grant.
  */
 
-/** The check of one name: sets `v_busy` for `v_name` in `v_mode`, asked by the group of `v_waiter` (or null). */
-const CHECK_NAME = `         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+/**
+ * The permits check of one name: sets `v_busy` for `v_name` in `v_mode` from the held rows and the permits. Later
+ * versions reuse it with a writer-preference rule of their own.
+ */
+export const CHECK_PERMITS = `         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
          IF v_busy THEN
            SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
            IF NOT FOUND THEN
@@ -32,7 +35,10 @@ const CHECK_NAME = `         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.l
              INTO v_busy
              FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
          END IF;
-         -- Writer preference: a reader yields to a writer waiting for the name.
+`;
+
+/** The check of one name: sets `v_busy` for `v_name` in `v_mode`, asked by the group of `v_waiter` (or null). */
+const CHECK_NAME = `${CHECK_PERMITS}         -- Writer preference: a reader yields to a writer waiting for the name.
          IF NOT v_busy AND v_mode = 'R' THEN
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
                                AND w.expires > now() AND w.waiter IS DISTINCT FROM v_waiter);
@@ -74,9 +80,11 @@ export const notifyWaitersOf = (names: string): string =>
  * name reads its permits in the statement, from committed rows, never from a client cache, and then at most
  * permits + 1 of its rows: the group is refused when they hold `permits` rows of the same mode or any row of the
  * other mode (among permits + 1 rows, a name with fewer than `permits` rows of the asked mode always shows a row of
- * the other mode if it has one, whatever the scan order).
+ * the other mode if it has one, whatever the scan order). `checkName` is the check of one name (a version's own
+ * writer-preference rule after `CHECK_PERMITS`).
+ * @internal
  */
-const TRY_ACQUIRE_FUNCTION_V2 = `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
+export const tryAcquireFunction = (checkName: string): string => `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
    DECLARE
 ${Fragment.TRY_ACQUIRE_VARIABLES}
      v_i       integer;
@@ -96,7 +104,7 @@ ${Fragment.LOCK_NAMES_THEN_EACH_GROUP}
        FOR v_i IN v_from .. v_to LOOP
          v_name := p_names[v_i];
          v_mode := p_modes[v_i];
-${CHECK_NAME}
+${checkName}
          EXIT WHEN v_busy;
        END LOOP;
        IF v_busy THEN
@@ -150,8 +158,10 @@ const TRY_ACQUIRE_ONE_SIGNATURE = `locking_try_acquire_one(p_app_id text, p_inst
 /**
  * `locking_try_acquire` for a batch of one group of one lock, with scalars instead of arrays: the same advisory
  * lock, the same check and the same rows, for 12 µs less server time per call (no arrays to parse, no loops).
+ * `checkName` as for `tryAcquireFunction`.
+ * @internal
  */
-const TRY_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION ${TRY_ACQUIRE_ONE_SIGNATURE}
+export const tryAcquireOneFunction = (checkName: string): string => `CREATE OR REPLACE FUNCTION ${TRY_ACQUIRE_ONE_SIGNATURE}
    RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_name    ALIAS FOR p_name;
@@ -167,7 +177,7 @@ const TRY_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION ${TRY_ACQUIRE_ONE_S
 ${Fragment.REQUIRE_READ_COMMITTED}
      PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
      PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(v_name));
-${CHECK_NAME}
+${checkName}
      IF v_busy THEN
        RETURN 0;
      END IF;
@@ -210,12 +220,17 @@ const DROP_HOT_PATH_CHECKS = [
   `ALTER TABLE locking_log DROP CONSTRAINT IF EXISTS locking_log_status_ck`,
 ];
 
+/** The acquisition functions as the second version installs them (and the fourth one's `down` restores). */
+export const TRY_ACQUIRE_FUNCTION_V2 = tryAcquireFunction(CHECK_NAME);
+/** The one-lock twin as the second version installs it. */
+export const TRY_ACQUIRE_ONE_FUNCTION_V2 = tryAcquireOneFunction(CHECK_NAME);
+
 /** Installs the second schema version. */
 export const UPGRADE_LOCK_SCHEMA_V2: readonly string[] = [
   ...DROP_HOT_PATH_CHECKS,
   TRY_ACQUIRE_FUNCTION_V2,
   RELEASE_FUNCTION_V2,
-  TRY_ACQUIRE_ONE_FUNCTION,
+  TRY_ACQUIRE_ONE_FUNCTION_V2,
   RELEASE_ONE_FUNCTION,
 ];
 

@@ -6,6 +6,7 @@ import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../int
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import {
   LockStore,
+  type BusyLock,
   type InstanceSession,
   type ListenerCallbacks,
   type LockListener,
@@ -15,6 +16,7 @@ import {
 } from './lock.store.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
+import { SELECT_BUSY_LOCKS } from './postgres-lock-waiting.queries.sql.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { PostgresHotPath } from './postgres-hot-path.js';
 import type { SessionLane } from './session-lane.util.js';
@@ -71,6 +73,18 @@ export class PostgresLockStore extends LockStore {
 
   async unregisterWaiter(waiter: string): Promise<void> {
     await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
+  }
+
+  async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
+    const { read, write } = this.options.defaultPermits;
+    const result = await this.run<{ name: string; mode: string; busy: BusyLock['reason'] }>('tryLocks', false, {
+      text: SELECT_BUSY_LOCKS,
+      values: [group.map((r) => r.name), group.map((r) => SQL.MODE_CODE[r.mode]), read, write],
+    });
+    return result.rows.map((row) => ({
+      request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' },
+      reason: row.busy,
+    }));
   }
 
   release(stamp: number): Promise<boolean> {

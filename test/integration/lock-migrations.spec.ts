@@ -28,12 +28,19 @@ async function releaseTakesLogRowFirst(db: TestDatabase): Promise<boolean> {
   return rows.every((row) => row.src.indexOf('UPDATE locking_log') < row.src.indexOf('DELETE FROM locking'));
 }
 
+/** Whether waiters are ordered (the fourth migration): `locking_waiters.seq` exists. */
+async function waiterOrder(db: TestDatabase): Promise<boolean> {
+  const rows = await db.query(`SELECT 1 FROM pg_attribute WHERE attrelid = 'locking_waiters'::regclass AND attname = 'seq'`);
+  return rows.length === 1;
+}
+
 /** Grant, refuse, release and grant again: what every version of the functions must do. */
 async function exerciseEngine(locks: LockService): Promise<void> {
   const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
   expect(stamp).toBeGreaterThan(0);
   expect(await locks.tryLocks(['M_READ'])).toBe(0);
   expect(await locks.tryLocks(['N_READ'])).toBe(0); // read permits 1 (default)
+  expect(await locks.tryLocks(['M_READ'], { waitMs: 50 })).toBe(0); // registers, waits, gives up, unregisters
   await locks.releaseLocks(stamp);
   const again = await locks.tryLocks(['M_READ']);
   expect(again).toBeGreaterThan(stamp);
@@ -66,25 +73,35 @@ describe('shipped migrations', () => {
     expect(await hotPathChecks(db)).toEqual([]);
     expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
+    expect(await waiterOrder(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
     await exerciseEngine(app.locks);
     await app.close();
 
-    await dataSource.undoLastMigration(); // the third: releases delete the lock rows before the log row again
+    await dataSource.undoLastMigration(); // the ordered waiters
+    expect(await waiterOrder(db)).toBe(false);
+    expect(await releaseTakesLogRowFirst(db)).toBe(true);
+    app = await createLockApp(db.url, { appId: 'third' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    await dataSource.undoLastMigration(); // the ordered release: the lock rows before the log row again
     expect(await releaseTakesLogRowFirst(db)).toBe(false);
+    expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
     app = await createLockApp(db.url, { appId: 'second' });
     await exerciseEngine(app.locks);
     await app.close();
 
-    await dataSource.undoLastMigration();
+    await dataSource.undoLastMigration(); // the faster functions
     expect(await hotPathChecks(db)).toEqual(['locking_log_status_ck', 'locking_mode_ck']);
     expect(await scalarTwins(db)).toEqual([]); // this library then takes single locks with the batch functions
     app = await createLockApp(db.url, { appId: 'first' });
     await exerciseEngine(app.locks);
     await app.close();
 
-    expect((await dataSource.runMigrations()).length).toBe(2);
+    expect((await dataSource.runMigrations()).length).toBe(3);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
+    expect(await waiterOrder(db)).toBe(true);
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);
     await app.close();

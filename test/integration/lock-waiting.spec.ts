@@ -1,11 +1,17 @@
 import { Injectable } from '@nestjs/common';
 import { LockWaitAbortedError, WithLocks } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
 
 let db: TestDatabase;
+
+/** Advisory locks of this test's database that a session waits for. */
+const ADVISORY_WAITS = `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
 
 @Injectable()
 class Reports {
@@ -25,6 +31,8 @@ describe('waiting for locks', () => {
     // A long re-check interval: anything fast below can only come from a notification.
     waiter = await createLockApp(db.url, { appId: 'waiter', waitRecheckMs: 5000 }, 4, [Reports]);
   });
+  const waiterRows = () => db.query('SELECT lock_name, mode FROM locking_waiters');
+
   afterEach(async () => {
     expect(await db.query('SELECT * FROM locking_waiters')).toEqual([]); // no waiter row left behind
     await db.query('DELETE FROM locking');
@@ -67,22 +75,60 @@ describe('waiting for locks', () => {
     await expect(waiter.locks.tryLocks(['A_WRITE'], { signal: controller.signal })).rejects.toThrow(LockWaitAbortedError);
   });
 
-  it('still acquires when its listening connection is killed mid-wait', async () => {
-    const recheck = await createLockApp(db.url, { appId: 'resilient', waitRecheckMs: 300 });
-    try {
-      const held = await holder.locks.tryLocks(['K_WRITE']);
-      const waiting = recheck.locks.tryLocks(['K_WRITE'], { waitMs: 10_000 });
-      await sleep(200);
-      const killed = await db.query<{ killed: boolean }>(
-        `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity
-          WHERE datname = current_database() AND query = 'LISTEN nestjs_db_locks'`,
+  it('listens again at once when its listening connection is killed mid-wait, and is woken by the next release', async () => {
+    const held = await holder.locks.tryLocks(['K_WRITE']);
+    const waiting = waiter.locks.tryLocks(['K_WRITE'], { waitMs: 10_000 });
+    await until(async () => (await waiterRows()).length === 1);
+    const killed = await db.query<{ pid: number }>(
+      `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN nestjs_db_locks'`,
+    );
+    expect(killed.length).toBe(1);
+    await until(async () => {
+      const listeners = await db.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN nestjs_db_locks'`,
       );
-      expect(killed.length).toBeGreaterThan(0);
-      await holder.locks.releaseLocks(held);
-      expect(await waiting).toBeGreaterThan(0);
+      return listeners.length === 1 && listeners[0]!.pid !== killed[0]!.pid;
+    });
+    const releasedAt = Date.now();
+    await holder.locks.releaseLocks(held);
+    expect(await waiting).toBeGreaterThan(0);
+    expect(Date.now() - releasedAt).toBeLessThan(2000); // notified: the re-check is 5 s away
+  });
+
+  it('notices an abort that fires while an attempt is in flight, and keeps nothing of that attempt', async () => {
+    // A transaction holds the name's advisory lock: the waiter's attempt queues on it inside the database.
+    const blocker = new pg.Client({ connectionString: db.url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT pg_advisory_xact_lock(1819239275, hashtext('INFLIGHT'))`);
+      const controller = new AbortController();
+      const waiting = waiter.locks.tryLocks(['INFLIGHT_WRITE'], { waitMs: 10_000, signal: controller.signal });
+      await until(async () => (await db.query(ADVISORY_WAITS)).length > 0);
+      controller.abort(new Error('gave up mid-attempt'));
+      await blocker.query('COMMIT'); // the attempt goes on, and is granted: the name is free
+      await expect(waiting).rejects.toThrow(LockWaitAbortedError);
+      expect(await lockRows(db)).toEqual([]);
     } finally {
-      await recheck.close();
+      await blocker.end();
     }
+  });
+
+  it('lets waiting writers of crossed groups through one after the other (no cycle)', async () => {
+    const held = await holder.locks.tryLocks(['CX_WRITE', 'CY_WRITE']);
+    // A first, B second: A = X for write + Y for read, B = X for read + Y for write.
+    const first = waiter.locks.tryLocks(['CX_WRITE', 'CY_READ'], { waitMs: 20_000 });
+    await until(async () => (await waiterRows()).length === 2);
+    const second = waiter.locks.tryLocks(['CX_READ', 'CY_WRITE'], { waitMs: 20_000 });
+    await until(async () => (await waiterRows()).length === 4);
+    const releasedAt = Date.now();
+    await holder.locks.releaseLocks(held);
+    const a = await first;
+    expect(a).toBeGreaterThan(0);
+    expect(Date.now() - releasedAt).toBeLessThan(2000); // neither deadline (20 s) nor re-check (5 s)
+    await waiter.locks.releaseLocks(a);
+    expect(await second).toBeGreaterThan(0);
   });
 
   it('wakes waiters when permits change', async () => {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, type LoggerService } from '@nestjs/common';
 import {
   InvalidLockSpecError,
   LockModuleNotInitializedError,
@@ -50,6 +50,11 @@ class Repayments {
   async tryRepay(): Promise<string> {
     return 'ran';
   }
+
+  @WithLocks({ locks: ['LOAN_WRITE', 'LEDGER_WRITE', 'RATES_READ'], onUnavailable: 'skip' })
+  async tryRepayAndPost(): Promise<string> {
+    return 'ran';
+  }
 }
 
 describe('@WithLocks before any application', () => {
@@ -96,6 +101,20 @@ describe('@WithLocks on provider methods', () => {
       await other.locks.releaseLocks(stamp);
     }
     expect(await repayments.tryRepay()).toBe('ran');
+  });
+
+  it('logs a skipped call with the locks that were busy, not its whole group', async () => {
+    const logged: string[] = [];
+    const capture: LoggerService = { log: (message: string) => logged.push(message), error() {}, warn() {} };
+    const stamp = await other.locks.tryLocks(['LEDGER_READ']);
+    Logger.overrideLogger(capture);
+    try {
+      expect(await repayments.tryRepayAndPost()).toBeUndefined();
+    } finally {
+      Logger.overrideLogger(false);
+      await other.locks.releaseLocks(stamp);
+    }
+    expect(logged).toEqual(['Skipped Repayments.tryRepayAndPost: LEDGER_WRITE held elsewhere']);
   });
 
   it('is re-entrant: nested decorated calls reuse the locks of their chain', async () => {

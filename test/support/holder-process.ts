@@ -15,9 +15,10 @@ export interface HolderProcess {
   kill(): Promise<void>;
 }
 
-/** Starts a holder child process; `env` is added to this process's environment. */
-export function startHolder(env: Record<string, string>): HolderProcess {
-  const child = spawn(process.execPath, [SCRIPT], {
+/** Starts a holder child process (or another child `script` of this folder); `env` is added to this process's
+ * environment. */
+export function startHolder(env: Record<string, string>, script = SCRIPT): HolderProcess {
+  const child = spawn(process.execPath, [script], {
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'inherit'],
   });

@@ -31,14 +31,7 @@ export interface PropertyRunOptions {
  * verifies DESIGN.md invariants 1–2 from the grants it observes and from snapshots of the `locking` table.
  */
 export async function runLockProperty(db: TestDatabase, options: PropertyRunOptions): Promise<PropertyRunResult> {
-  for (const [name, permits] of Object.entries(options.permits)) {
-    for (const mode of ['read', 'write'] as const) {
-      const value = permits[mode];
-      if (value !== undefined) {
-        await db.query(`INSERT INTO locking_permissions VALUES ($1, $2, $3)`, [name, mode === 'read' ? 'R' : 'W', value]);
-      }
-    }
-  }
+  await writePermits(db, options.permits);
   const permitsOf = (name: string): LockPermits => ({ ...options.defaults, ...options.permits[name] });
   const checker = new GrantChecker(permitsOf);
   const apps: LockApp[] = [];
@@ -122,7 +115,20 @@ export async function runLockProperty(db: TestDatabase, options: PropertyRunOpti
   };
 }
 
-function randomGroup(names: readonly string[]): LockSpec[] {
+/** Writes a permits row for every (name, mode) given. */
+export async function writePermits(db: TestDatabase, permits: Record<string, Partial<LockPermits>>): Promise<void> {
+  for (const [name, byMode] of Object.entries(permits)) {
+    for (const mode of ['read', 'write'] as const) {
+      const value = byMode[mode];
+      if (value !== undefined) {
+        await db.query(`INSERT INTO locking_permissions VALUES ($1, $2, $3)`, [name, mode === 'read' ? 'R' : 'W', value]);
+      }
+    }
+  }
+}
+
+/** One to three of `names`, each for read or for write at random. */
+export function randomGroup(names: readonly string[]): LockSpec[] {
   const size = 1 + Math.floor(Math.random() * 3);
   const picked = [...names].sort(() => Math.random() - 0.5).slice(0, size);
   return picked.map((name) => `${name}_${Math.random() < 0.5 ? 'READ' : 'WRITE'}` as LockSpec);

@@ -1,0 +1,128 @@
+import { Logger } from '@nestjs/common';
+import { LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
+import type { LockMode, LockRequest } from '../interfaces/index.js';
+import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import type { BusyLock } from '../store/lock.store.js';
+import { ChainGrant, LockContext } from './lock-context.storage.js';
+
+/** What the runner needs from `LockService` (kept narrow to avoid a cycle; also the re-entrancy key). @internal */
+export interface LockHolder {
+  tryLocks(locks: Iterable<LockRequest>, options?: { waitMs?: number; signal?: AbortSignal }): Promise<number>;
+  releaseLocks(stamp: number): Promise<void>;
+  /** Whether the grant is still held (not released, not lost). */
+  isHeld(stamp: number): boolean;
+  /** Which of `locks` are not available now (for the log line of a skipped call). */
+  busyLocks(locks: readonly LockRequest[]): Promise<BusyLock[]>;
+}
+
+/** One call of a locked method. @internal */
+export interface LockedCall<T> {
+  /** `Class.method`, for messages and logs. */
+  readonly target: string;
+  readonly lock: ResolvedWithLocks;
+  /** `'skip'` or `'throw'` once defaults are applied. */
+  readonly onUnavailable: 'skip' | 'throw';
+  readonly call: () => T;
+}
+
+const logger = new Logger('WithLocks');
+
+/**
+ * What one locked call (or one subscription) holds: the grants of its chain it reuses, and the grant it took for the
+ * rest of its group, if any. `close` leaves them; its own grant is released once the nested calls reusing it have
+ * settled too. @internal
+ */
+export class LockScope {
+  private closing?: Promise<void>;
+
+  constructor(
+    private readonly holder: LockHolder,
+    /** The chain to run the call in: the caller's, plus the grant this call took. */
+    readonly chain: readonly ChainGrant[],
+    private readonly reused: ReadonlySet<ChainGrant>,
+    private readonly own: ChainGrant | undefined,
+  ) {}
+
+  /** Runs `fn` in this scope's chain. */
+  run<R>(fn: () => R): R {
+    return LockContext.run(this.holder, this.chain, fn);
+  }
+
+  /** Leaves the reused grants, and releases the own one when its last user has settled (once; awaited). */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const grant of this.reused) grant.leave();
+      if (!this.own) return;
+      this.own.leave();
+      await this.own.drained;
+      await this.holder.releaseLocks(this.own.stamp);
+    })();
+    return this.closing;
+  }
+}
+
+/**
+ * Takes what `locked`'s group needs beyond the open, still-held grants of the calling chain (read synchronously, when
+ * called) and enters the grants it reuses. Resolves with the scope, or undefined when the group was not available and
+ * `onUnavailable` is `'skip'` (one log line names the busy locks).
+ * @throws LockUpgradeError for a name the chain holds for read and `locked` asks for write.
+ * @throws LockNotAcquiredError when the group is not available and `onUnavailable` is `'throw'`.
+ * @internal
+ */
+export async function openScope(
+  holder: LockHolder,
+  locked: LockedCall<unknown>,
+  signal?: AbortSignal,
+): Promise<LockScope | undefined> {
+  const chain = LockContext.chain(holder);
+  const covering = new Map<string, ChainGrant>();
+  for (const grant of chain) {
+    if (!grant.open || !holder.isHeld(grant.stamp)) continue;
+    for (const name of grant.locks.keys()) covering.set(name, grant);
+  }
+  const reused = new Set<ChainGrant>();
+  const needed: LockRequest[] = [];
+  for (const request of locked.lock.requests) {
+    const grant = covering.get(request.name);
+    const mode = grant?.locks.get(request.name);
+    if (mode === 'read' && request.mode === 'write') throw new LockUpgradeError(request.name, locked.target);
+    if (grant) reused.add(grant);
+    else needed.push(request);
+  }
+  // Entered before the first await: the grants cannot close between this check and their use.
+  for (const grant of reused) grant.enter();
+  if (needed.length === 0) return new LockScope(holder, chain, reused, undefined);
+
+  let stamp: number;
+  try {
+    stamp = await holder.tryLocks(needed, { waitMs: locked.lock.waitMs ?? 0, signal });
+  } catch (error) {
+    for (const grant of reused) grant.leave();
+    throw error;
+  }
+  if (stamp === 0) {
+    for (const grant of reused) grant.leave();
+    if (locked.onUnavailable === 'throw') {
+      throw new LockNotAcquiredError(needed, locked.target, locked.lock.retryAfterSeconds);
+    }
+    logger.log(`Skipped ${locked.target}: ${await describeBusy(holder, needed)}`);
+    return undefined;
+  }
+  const own = new ChainGrant(stamp, new Map<string, LockMode>(needed.map((r) => [r.name, r.mode])));
+  return new LockScope(holder, [...chain, own], reused, own);
+}
+
+/** "X_WRITE held elsewhere, Y_READ yields to a waiting writer" for the busy locks of a refused group. */
+async function describeBusy(holder: LockHolder, needed: readonly LockRequest[]): Promise<string> {
+  const label = ({ name, mode }: LockRequest) => `${name}_${mode.toUpperCase()}`;
+  const busy = await holder.busyLocks(needed).catch(() => undefined);
+  if (!busy || busy.length === 0) return `${needed.map(label).join(', ')} not available (busy a moment ago)`;
+  return busy
+    .map(({ request, reason }) => `${label(request)} ${reason === 'held' ? 'held elsewhere' : 'yields to a waiting writer'}`)
+    .join(', ');
+}
+
+/** Logs a release that failed after the call settled. @internal */
+export function logReleaseFailure(target: string, error: unknown): void {
+  logger.error(`${target}: releasing its locks failed: ${(error as Error)?.message ?? String(error)}`);
+}

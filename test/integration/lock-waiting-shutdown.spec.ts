@@ -1,0 +1,61 @@
+import { fileURLToPath } from 'node:url';
+import { LockShutdownError } from 'nestjs-db-locks';
+import { startHolder } from '../support/holder-process.js';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+const WAITER_SCRIPT = fileURLToPath(new URL('../support/waiter.child.mjs', import.meta.url));
+
+describe('shutting down while waiting for locks', () => {
+  let db: TestDatabase;
+  let holder: LockApp;
+  const waiterRows = (appId: string) => db.query('SELECT * FROM locking_waiters WHERE app_id = $1', [appId]);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    holder = await createLockApp(db.url, { appId: 'holder' });
+  });
+  afterAll(async () => {
+    await holder.close();
+    await db.drop();
+  });
+
+  it('app.close() ends every wait at once with LockShutdownError and removes its waiter rows', async () => {
+    const stamp = await holder.locks.tryLocks(['S_WRITE']);
+    const closing = await createLockApp(db.url, { appId: 'closing', waitRecheckMs: 60_000 });
+    const outcomes: unknown[] = [];
+    const waits = [
+      closing.locks.tryLocks(['S_WRITE'], { waitMs: 600_000 }),
+      closing.locks.tryLocks(['S_READ', 'T_WRITE'], { waitMs: 600_000 }),
+    ].map((wait) => wait.then((value) => outcomes.push(value), (error: unknown) => outcomes.push(error)));
+    await until(async () => (await waiterRows('closing')).length === 3);
+    await closing.close();
+    expect(outcomes).toHaveLength(2); // settled before close() returned
+    for (const outcome of outcomes) expect(outcome).toBeInstanceOf(LockShutdownError);
+    expect(await waiterRows('closing')).toEqual([]);
+    await Promise.all(waits);
+    await holder.locks.releaseLocks(stamp);
+  });
+
+  it('keeps nothing alive: the process of a closed application exits by itself', async () => {
+    const stamp = await holder.locks.tryLocks(['P_WRITE']);
+    const child = startHolder({ DATABASE_URL: db.url, APP_ID: 'child-waiter', LOCKS: 'P_WRITE' }, WAITER_SCRIPT);
+    const exited = new Promise<number | null>((resolve) => child.child.once('exit', resolve));
+    try {
+      await child.next('started');
+      await until(async () => (await waiterRows('child-waiter')).length === 1, 20_000);
+      child.send('close');
+      expect(await child.next('closed')).toMatchObject({ wait: 'LockShutdownError' });
+      // Its re-check (60 s) and its wait (600 s) would keep it alive far beyond this bound.
+      let bound: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<string>((resolve) => (bound = setTimeout(() => resolve('still running'), 15_000)));
+      expect(await Promise.race([exited, timedOut])).toBe(0);
+      clearTimeout(bound);
+      expect(await waiterRows('child-waiter')).toEqual([]);
+    } finally {
+      if (child.child.exitCode === null) await child.kill();
+      await holder.locks.releaseLocks(stamp);
+    }
+  });
+});
