@@ -5,6 +5,9 @@ import { LockStore, type InstanceSession } from '../store/lock.store.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { LockLeases } from './lock-leases.service.js';
 
+/** Claims of the app id before a holder that is not this process's own old session counts as a twin. */
+const CLAIM_ATTEMPTS = 3;
+
 /**
  * One live instance per `appId`. The instance holds a session advisory lock on its app id over a connection of its
  * own for as long as it lives: a second live instance with the same id cannot take it and refuses to start (start-up
@@ -65,15 +68,28 @@ export class InstanceLock implements OnModuleDestroy {
     this.session = undefined;
   }
 
+  /**
+   * Takes the app id on a new session; undefined when a twin holds it. The holder may also be the session this
+   * process gave up, still on the server: exiting (terminated, it keeps its locks for a moment after it left
+   * `pg_stat_activity`) or stalled (the server has not noticed the connection is gone). That one is ended, not
+   * mistaken for a twin: a pid cannot be reused while its process still holds a lock.
+   */
+  private async takeAppId(previous: number | undefined): Promise<InstanceSession | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const session = await this.store.claimAppId();
+      if (session || attempt >= CLAIM_ATTEMPTS) return session;
+      const holder = await this.store.appIdHolderPid();
+      if (holder !== undefined && holder !== previous) return undefined;
+      if (holder !== undefined) await this.store.endStaleClaim(holder);
+    }
+  }
+
   private async reclaim(): Promise<void> {
     // Hand the broken connection back to the pool, which destroys it: kept, it would hold a pool slot for good.
-    const previous = this.session?.backend;
+    const previous = this.session?.pid;
     this.session?.close();
     this.session = undefined;
-    let session = await this.store.claimAppId();
-    // The server may still run the session this side gave up (a stalled connection, not yet noticed there): it is
-    // our own, so end it rather than mistake it for a twin.
-    if (!session && previous && (await this.store.endStaleSession(previous))) session = await this.store.claimAppId();
+    const session = await this.takeAppId(previous);
     if (this.closed) {
       session?.close();
       return;

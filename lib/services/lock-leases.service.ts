@@ -11,6 +11,8 @@ interface HeldGrant {
   deadline: number;
   /** Made when somebody first asks for the grant's signal: most grants never need one. */
   controller: AbortController | null;
+  /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
+  releasing: boolean;
 }
 
 /**
@@ -47,8 +49,14 @@ export class LockLeases implements OnModuleDestroy {
   /** Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). */
   track(stamp: number, sentAt: number): void {
     const deadline = sentAt + this.options.leaseMs;
-    this.held.set(stamp, { deadline, controller: null });
+    this.held.set(stamp, { deadline, controller: null, releasing: false });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
+  }
+
+  /** Marks a grant whose release is being sent (it stays held until the release answers). */
+  beginRelease(stamp: number): void {
+    const grant = this.held.get(stamp);
+    if (grant) grant.releasing = true;
   }
 
   /** Stops tracking a released grant (its signal stays as it is). */
@@ -97,10 +105,11 @@ export class LockLeases implements OnModuleDestroy {
     const { renewed, live } = await this.store.renew(stamps);
     for (const stamp of stamps) {
       const grant = this.held.get(stamp);
-      // A stamp released (or lost) while the renewal was in flight is no longer tracked: nothing to do.
+      // A stamp released (or lost) while the renewal was in flight is no longer tracked, or is being released: a
+      // renewal that does not find it then saw the release.
       if (!grant) continue;
       if (renewed.has(stamp)) grant.deadline = sentAt + this.options.leaseMs;
-      else if (!live.has(stamp)) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
+      else if (!live.has(stamp) && !grant.releasing) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
     }
   }
 

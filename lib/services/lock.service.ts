@@ -183,6 +183,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    */
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
+    this.leases.beginRelease(stamp);
     let found: boolean;
     try {
       found = await this.store.release(stamp);

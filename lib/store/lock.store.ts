@@ -22,18 +22,12 @@ export interface RenewOutcome {
   readonly live: ReadonlySet<number>;
 }
 
-/** A server process, identified by its pid and its start (a pid is reused, the pair is not). @internal */
-export interface SessionBackend {
-  readonly pid: number;
-  readonly started: string;
-}
-
 /** A session kept open for the life of the instance (it holds the instance lock). @internal */
 export interface InstanceSession {
   /** False once the connection broke: the instance lock is gone with it (unless the server has not noticed yet). */
   readonly alive: boolean;
-  /** The server process of the session, to end it if the server still keeps it after this side gave it up. */
-  readonly backend: SessionBackend;
+  /** The pid of the session's server process, to end it if the server still runs it after this side gave it up. */
+  readonly pid: number;
   /** Closes the connection (which frees the instance lock). */
   close(): void;
 }
@@ -85,11 +79,13 @@ export abstract class LockStore {
   abstract markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean>;
   /** Opens the instance session and takes the instance lock on this app id; undefined when a live twin holds it. */
   abstract claimAppId(): Promise<InstanceSession | undefined>;
+  /** The pid of the server process holding this app id's instance lock; undefined when nobody holds it. */
+  abstract appIdHolderPid(): Promise<number | undefined>;
   /**
-   * Ends `backend` if the server still runs it (an instance session this process gave up, on a connection that
-   * stalled: the server keeps it, and the instance lock, until it notices); true when it ended one.
+   * Ends the server process `pid` if it holds this app id's instance lock (a session this process gave up: stalled,
+   * or still exiting), waiting up to a second for it to exit.
    */
-  abstract endStaleSession(backend: SessionBackend): Promise<boolean>;
+  abstract endStaleClaim(pid: number): Promise<void>;
   /** Describes the session holding this app id's instance lock. */
   abstract describeAppIdHolder(): Promise<string>;
   /** The live grants of every app. */

@@ -102,21 +102,25 @@ export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_mode
  */
 const APP_ID_KEY = `hashtextextended($1, ${INSTANCE_NAMESPACE})`;
 
-/** $1 app id: the instance lock, held by the session for the life of the instance, and who the session is. */
-export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed, pg_backend_pid() AS pid,
-    (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()) AS started`;
+/** $1 app id: the instance lock, held by the session for the life of the instance, and the session's pid. */
+export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed, pg_backend_pid() AS pid`;
 
-/** $1 pid, $2 start: ends that server process if it still runs, waiting up to a second for it to exit. */
-export const END_STALE_SESSION = `SELECT pg_terminate_backend(pid, 1000) AS ended FROM pg_stat_activity
-  WHERE pid = $1 AND backend_start::text = $2`;
+/** The granted instance lock of app id $1 in `pg_locks` (a bigint key shows as its high and low 32 bits). */
+const APP_ID_LOCK = `l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+    AND l.classid = ((${APP_ID_KEY} >> 32) & 4294967295)::oid
+    AND l.objid = (${APP_ID_KEY} & 4294967295)::oid`;
 
-/** $1 app id: who holds the instance lock of an app id (for the error message). A bigint key shows in `pg_locks`
- * as its high and low 32 bits, with objsubid 1. */
+/** $1 app id: the pid of the process holding its instance lock (also while it exits, gone from pg_stat_activity). */
+export const SELECT_APP_ID_HOLDER_PID = `SELECT l.pid FROM pg_locks l WHERE ${APP_ID_LOCK} LIMIT 1`;
+
+/** $1 app id, $2 pid: ends that process if it holds the instance lock, waiting up to a second for it to exit. */
+export const END_STALE_CLAIM = `SELECT pg_terminate_backend(l.pid, 1000) AS ended FROM pg_locks l
+  WHERE ${APP_ID_LOCK} AND l.pid = $2`;
+
+/** $1 app id: who holds the instance lock of an app id (for the error message). */
 export const SELECT_APP_ID_HOLDER = `SELECT a.application_name, a.client_addr::text AS client_addr, a.pid
   FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-  WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
-    AND l.classid = ((${APP_ID_KEY} >> 32) & 4294967295)::oid
-    AND l.objid = (${APP_ID_KEY} & 4294967295)::oid
+  WHERE ${APP_ID_LOCK}
   LIMIT 1`;
 
 /** All permits rows. */

@@ -12,7 +12,6 @@ import {
   type LockListener,
   type PermitsRow,
   type RenewOutcome,
-  type SessionBackend,
 } from './lock.store.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
@@ -155,12 +154,16 @@ export class PostgresLockStore extends LockStore {
     }
   }
 
-  async endStaleSession(backend: SessionBackend): Promise<boolean> {
-    const result = await this.run<{ ended: boolean }>('claimAppId', false, {
-      text: SQL.END_STALE_SESSION,
-      values: [backend.pid, backend.started],
+  async appIdHolderPid(): Promise<number | undefined> {
+    const result = await this.run<{ pid: number }>('claimAppId', false, {
+      text: SQL.SELECT_APP_ID_HOLDER_PID,
+      values: [this.options.appId],
     });
-    return result.rows[0]?.ended === true;
+    return result.rows[0]?.pid;
+  }
+
+  async endStaleClaim(pid: number): Promise<void> {
+    await this.run('claimAppId', false, { text: SQL.END_STALE_CLAIM, values: [this.options.appId, pid] });
   }
 
   async describeAppIdHolder(): Promise<string> {

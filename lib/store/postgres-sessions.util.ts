@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { InstanceSession, ListenerCallbacks, LockListener, SessionBackend } from './lock.store.js';
+import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
 import { toLockError } from './pg-error.util.js';
 import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
 import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
@@ -23,7 +23,7 @@ export async function openInstanceSession(
 ): Promise<InstanceSession | undefined> {
   let alive = true;
   let open = true;
-  let backend: SessionBackend = { pid: 0, started: '' };
+  let pid = 0;
   // Stays attached after the end: a broken connection may still emit 'error' while it is destroyed.
   client.on('error', () => {
     alive = false;
@@ -32,13 +32,12 @@ export async function openInstanceSession(
     await client.query(`SELECT set_config('application_name', $1, false)`, [
       `nestjs-db-locks ${appId} ${instance}`.slice(0, 63),
     ]);
-    const claimed = (await client.query<{ claimed: boolean; pid: number; started: string }>(TRY_CLAIM_APP_ID, [appId]))
-      .rows[0];
+    const claimed = (await client.query<{ claimed: boolean; pid: number }>(TRY_CLAIM_APP_ID, [appId])).rows[0];
     if (!claimed?.claimed) {
       client.release(true);
       return undefined;
     }
-    backend = { pid: claimed.pid, started: claimed.started };
+    pid = claimed.pid;
   } catch (error) {
     client.release(true);
     throw toLockError(error, 'claimAppId', false);
@@ -47,7 +46,7 @@ export async function openInstanceSession(
     get alive() {
       return alive;
     },
-    backend,
+    pid,
     close() {
       alive = false;
       if (!open) return;

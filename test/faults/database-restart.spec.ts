@@ -1,8 +1,10 @@
+import { LockStoreError } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { startRestartablePostgres, type RestartablePostgres } from '../support/restartable-postgres.js';
+import { startDbSampler } from '../support/invariant-checker.js';
 import { connectClient } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -55,30 +57,59 @@ describe('a database restart', () => {
     );
 
   it('shorter than the lease: holders keep their grants, every instance resumes, nothing is granted twice', async () => {
-    const [r1, r2] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks']];
+    const [r1, r2, r3] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks'], LockApp['locks']];
     const kept = await r1.tryLocks(['KEEP_WRITE']);
-    const signal = r1.getSignal(kept);
+    const keptRead = await r3.tryLocks(['KEEPR_READ']);
+    const signals = [r1.getSignal(kept), r3.getSignal(keptRead)];
+    const unreleased = await r2.tryLocks(['UNRELEASED_WRITE']);
+    const sampler = startDbSampler(server.url);
     const load = startWorkers();
     await until(() => load.report.granted >= 50);
 
     await server.stop();
-    await sleep(4 * RENEW_MS + 200); // renewals fail meanwhile; the lease (3 s) does not run out
+    const stoppedAt = performance.now();
+    await sleep(2 * RENEW_MS);
+    // While the database is away: an acquisition cannot even connect (known outcome: nothing granted)...
+    const refused = await r1.tryLocks(['REFUSED_WRITE']).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(LockStoreError);
+    expect((refused as LockStoreError).outcomeUnknown).toBe(false);
+    // ... and a release fails: the grant is not renewed any more, and released again once the database is back.
+    const failedRelease = await r2.releaseLocks(unreleased).catch((e: unknown) => e);
+    expect(failedRelease).toBeInstanceOf(LockStoreError);
+    expect(r2.isHeld(unreleased)).toBe(false);
+    await until(() => performance.now() - stoppedAt >= 4 * RENEW_MS + 200); // longer than a renewal interval
     await server.start();
     const startedAt = performance.now();
     await until(async () => (await instanceSessions()) === 3, 10_000);
     const resumedMs = performance.now() - startedAt;
     const grantedBefore = load.report.granted;
     await until(() => load.report.granted > grantedBefore + 20, 10_000);
+    // The failed release went through in the background, and the grant was never renewed after it failed.
+    await until(async () => (await query(`SELECT 1 FROM locking WHERE lock_name = 'UNRELEASED'`))?.length === 0, 2000);
+    // (A renewal after the restart would have moved the lease end to at least a lease past the server's start.)
+    const [after] = (await query<{ status: string; renewed_after_restart: boolean }>(
+      `SELECT status, lease_expires >= pg_postmaster_start_time() + ${LEASE_MS} * interval '1 millisecond' AS renewed_after_restart
+         FROM locking_log WHERE stamp = ${unreleased}`,
+    ))!;
+    expect(after).toEqual({ status: 'RELEASED', renewed_after_restart: false });
 
-    expect(signal.aborted).toBe(false);
+    expect(signals.map((signal) => signal.aborted)).toEqual([false, false]);
     expect(r1.isHeld(kept)).toBe(true);
+    expect(r3.isHeld(keptRead)).toBe(true);
     expect(await r2.tryLocks(['KEEP_WRITE'])).toBe(0);
+    expect(await r2.tryLocks(['KEEPR_WRITE'])).toBe(0);
     const report = await load.stop();
+    const sampled = await sampler.stop();
     expect(report.violations).toEqual([]);
     expect(report.untyped).toEqual([]);
-    expect(resumedMs).toBeLessThan(RENEW_MS * 2 + 1000);
+    expect(report.failed).toBeGreaterThan(0); // the outage did hit the load
+    expect(report.lost).toBe(0); // no holder was told it lost a grant: none did
+    expect(sampled.violations).toEqual([]);
+    expect(sampled.failedSamples).toBeGreaterThan(0);
+    expect(resumedMs).toBeLessThan(RENEW_MS + 400); // one renewal interval, plus the time to see it
     process.stdout.write(`fault figures: instances held their app ids again ${resumedMs.toFixed(0)} ms after the restart\n`);
     await r1.releaseLocks(kept);
+    await r3.releaseLocks(keptRead);
     await until(async () => (await lockRowCount()) === 0, LEASE_MS + REAPER_MS + 2000);
   });
 
@@ -87,6 +118,7 @@ describe('a database restart', () => {
     const lost = await r1.tryLocks(['LOST_WRITE']);
     let abortedAt = 0;
     r1.getSignal(lost).addEventListener('abort', () => (abortedAt = performance.now()));
+    const sampler = startDbSampler(server.url);
     const load = startWorkers();
     await until(() => load.report.granted >= 50);
 
@@ -111,22 +143,38 @@ describe('a database restart', () => {
       await r2.releaseLocks(stamp);
       return true;
     }, 15_000);
+    // Every instance holds its app id again and grants again.
+    await until(async () => (await instanceSessions()) === 3, 10_000);
+    const grantedBefore = load.report.granted;
+    await until(() => load.report.granted > grantedBefore + 20, 10_000);
     const report = await load.stop();
+    const sampled = await sampler.stop();
     expect(report.violations).toEqual([]);
     expect(report.untyped).toEqual([]);
+    expect(sampled.violations).toEqual([]);
+    expect(sampled.failedSamples).toBeGreaterThan(0);
     process.stdout.write(`fault figures: a lock lost in a ${LEASE_MS + 1000} ms outage was free ${freedMs.toFixed(0)} ms after the restart\n`);
     await until(async () => (await lockRowCount()) === 0, LEASE_MS + REAPER_MS + 3000);
   });
 
-  it('app.close() while the database is stopped returns within a few seconds and throws nothing', async () => {
+  it('app.close() during an outage and after one returns within a few seconds and throws nothing', async () => {
     const extra = await createLockApp(server.url, { appId: 'r4', ...options }, 6);
+    const survivor = await createLockApp(server.url, { appId: 'x5', ...options }, 6);
     const stamp = await extra.locks.tryLocks(['CLOSING_WRITE']);
     expect(stamp).toBeGreaterThan(0);
+    expect(await survivor.locks.tryLocks(['SURVIVING_WRITE'])).toBeGreaterThan(0);
     await server.stop();
     const started = performance.now();
     await expect(extra.close()).resolves.toBeUndefined();
     expect(performance.now() - started).toBeLessThan(5000);
     await server.start();
     await until(async () => (await instanceSessions()) === 3, 10_000);
+    // The survivor went through the outage; it takes its app id back, then closes cleanly.
+    await until(async () => (await query(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'nestjs-db-locks x5%'`))?.length === 1, 5000);
+    const closing = performance.now();
+    await expect(survivor.close()).resolves.toBeUndefined();
+    expect(performance.now() - closing).toBeLessThan(3000);
+    // The closed instances' grants are freed (by the release at close, or one lease later by a reaper).
+    await until(async () => (await lockRowCount()) === 0, LEASE_MS + REAPER_MS + 2000);
   });
 });

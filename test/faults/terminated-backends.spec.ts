@@ -1,6 +1,8 @@
 import { AppIdInUseError, LockLostError, LockStoreError } from 'nestjs-db-locks';
+import { performance } from 'node:perf_hooks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
+import { startDbSampler } from '../support/invariant-checker.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -22,11 +24,12 @@ describe('terminated backends', () => {
     'all of them at once': `(application_name LIKE 'nestjs-db-locks t%' OR application_name LIKE 'pool-t%')`,
   } as const;
 
-  async function terminate(where: string): Promise<number> {
-    const rows = await db.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND ${where}`,
+  /** Terminates the backends that match; returns their pids. */
+  async function terminate(where: string): Promise<number[]> {
+    const rows = await db.query<{ pid: number }>(
+      `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND ${where}`,
     );
-    return rows.length;
+    return rows.map((row) => row.pid);
   }
   const count = async (where: string) =>
     (await db.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${where}`)).length;
@@ -47,14 +50,16 @@ describe('terminated backends', () => {
   });
   afterEach(() => expect(watcher.problems).toEqual([]));
 
-  it.each(Object.entries(BACKENDS))('%s: grants are kept, waiters served, nothing granted twice', async (_kind, where) => {
+  it.each(Object.entries(BACKENDS))('%s: grants are kept, waiters served, nothing granted twice', async (kind, where) => {
     const [t1, t2] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks']];
-    const kept = await t1.tryLocks(['KEPT_WRITE']);
+    const suffix = kind.split(' ')[0]!.toUpperCase(); // names of this case only: a failed case leaves no trap
+    const kept = await t1.tryLocks([`KEPT_${suffix}_WRITE`]);
     const signal = t1.getSignal(kept);
     // A waiter, so that each instance has its listening connection open.
-    const gate = await t1.tryLocks(['GATE_WRITE']);
-    const waiting = t2.tryLocks(['GATE_WRITE'], { waitMs: 20_000 });
+    const gate = await t1.tryLocks([`GATE_${suffix}_WRITE`]);
+    const waiting = t2.tryLocks([`GATE_${suffix}_WRITE`], { waitMs: 20_000 });
     await until(async () => (await count(BACKENDS['the listening connections'])) >= 1);
+    const sampler = startDbSampler(db.url);
     const load = startLoad([t1, t2], {
       names: ['B1', 'B2', 'B3'],
       workers: 3,
@@ -62,11 +67,17 @@ describe('terminated backends', () => {
     });
     try {
       await until(() => load.report.granted >= 30);
-      expect(await terminate(where)).toBeGreaterThan(0);
+      const ended = await terminate(where);
+      expect(ended.length).toBeGreaterThan(0);
+      const terminatedAt = performance.now();
+      // Each instance holds its app id again (on a connection that was not ended), within a renewal interval (or at
+      // once, at its next tryLocks).
+      const alive = ` AND pid <> ALL('{${ended.join(',')}}'::int[])`;
+      await until(async () => (await count(BACKENDS['instance sessions'] + alive)) === 2, 5000);
+      const reclaimedMs = performance.now() - terminatedAt;
+      expect(reclaimedMs).toBeLessThan(RENEW_MS + 750);
       const before = load.report.granted;
       await until(() => load.report.granted >= before + 30, 10_000);
-      // Each instance holds its app id again (a new session), within a renewal interval or at its next tryLocks.
-      await until(async () => (await count(BACKENDS['instance sessions'])) === 2, 5000);
       await t1.releaseLocks(gate);
       // The waiter is served, unless its attempt was in flight on a terminated connection: then it is told that a
       // grant may exist (and nobody renews it).
@@ -78,8 +89,11 @@ describe('terminated backends', () => {
       if (handedOver > 0) await t2.releaseLocks(handedOver);
     } finally {
       const report = await load.stop();
+      const sampled = await sampler.stop();
       expect(report.violations).toEqual([]);
       expect(report.untyped).toEqual([]);
+      expect(report.lost).toBe(0); // every holder kept its grants
+      expect(sampled.violations).toEqual([]);
     }
     expect(signal.aborted).toBe(false);
     expect(t1.isHeld(kept)).toBe(true);
@@ -93,16 +107,25 @@ describe('terminated backends', () => {
     let twin: LockApp | undefined;
     try {
       const stamp = await first.locks.tryLocks(['TWIN_WRITE']);
+      const second = await first.locks.tryLocks(['TWIN2_READ', 'TWIN3_WRITE']);
       const signal = first.locks.getSignal(stamp);
-      expect(await terminate(`application_name LIKE 'nestjs-db-locks twin %'`)).toBe(1);
+      const secondSignal = first.locks.getSignal(second);
+      expect(await terminate(`application_name LIKE 'nestjs-db-locks twin %'`)).toHaveLength(1);
       twin = await createLockApp(db.url, { appId: 'twin', reaperIntervalMs: 0 }); // its start-up recovery frees TWIN
       await until(() => signal.aborted, 8000); // at the first instance's next renewal
+      // Every grant of the fenced instance is reported lost.
       expect(signal.reason).toBeInstanceOf(LockLostError);
+      expect(secondSignal.aborted).toBe(true);
+      expect(secondSignal.reason).toBeInstanceOf(LockLostError);
       expect(first.locks.isHeld(stamp)).toBe(false);
+      expect(first.locks.isHeld(second)).toBe(false);
+      // And it refuses every later grant, waiting or not, without writing anything.
       await expect(first.locks.tryLocks(['OTHER_WRITE'])).rejects.toThrow(AppIdInUseError);
+      await expect(first.locks.tryLocks(['OTHER_WRITE'], { waitMs: 500 })).rejects.toThrow(AppIdInUseError);
+      await expect(first.locks.tryLocks(['TWIN_WRITE'])).rejects.toThrow(AppIdInUseError);
       expect(await db.query(`SELECT 1 FROM locking WHERE lock_name = 'OTHER'`)).toEqual([]);
-      const taken = await twin.locks.tryLocks(['TWIN_WRITE']);
-      expect(taken).toBeGreaterThan(stamp);
+      const taken = await twin.locks.tryLocks(['TWIN_WRITE', 'TWIN3_WRITE']);
+      expect(taken).toBeGreaterThan(second);
       await twin.locks.releaseLocks(taken);
     } finally {
       await first.close();

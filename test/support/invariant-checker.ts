@@ -1,0 +1,96 @@
+import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** What a database-side sampler saw. */
+export interface SamplerReport {
+  /** Breaches of DESIGN.md invariant 1 seen in committed rows of `locking`. */
+  readonly violations: string[];
+  /** Samples taken (the database answered). */
+  samples: number;
+  /** Samples that failed (the database was away, or the connection broke). */
+  failedSamples: number;
+}
+
+/**
+ * One statement, one snapshot: the committed lock rows per name and mode, with the permits the acquisition itself
+ * would apply (the permits row, or the module's default). $1 default write permits, $2 default read permits.
+ */
+const SAMPLE = `SELECT l.lock_name, l.mode, count(*)::int AS held,
+    coalesce(p.permits, CASE l.mode WHEN 'W' THEN $1::int ELSE $2::int END) AS permits
+  FROM locking l LEFT JOIN locking_permissions p ON p.lock_name = l.lock_name AND p.mode = l.mode
+  GROUP BY l.lock_name, l.mode, p.permits`;
+
+/**
+ * The database side of the invariant checker: reads `locking` every few milliseconds on a connection of its own and
+ * records every name whose committed rows break the permits (writers > write permits, readers > read permits, a
+ * reader and a writer together). Rows stay in `locking` until a release, a reap or a recovery deletes them (the
+ * acquisition counts every row, expired or not), so any sample beyond the permits is an over-grant. It rides
+ * through outages: a failed sample is counted and the connection opened again.
+ */
+export function startDbSampler(
+  url: string,
+  options: { intervalMs?: number; defaultPermits?: { read: number; write: number } } = {},
+): { readonly report: SamplerReport; stop(): Promise<SamplerReport> } {
+  const intervalMs = options.intervalMs ?? 5;
+  const defaults = options.defaultPermits ?? { read: 1, write: 1 };
+  const report: SamplerReport = { violations: [], samples: 0, failedSamples: 0 };
+  let running = true;
+  let client: pg.Client | undefined;
+  const check = (rows: Array<{ lock_name: string; mode: 'R' | 'W'; held: number; permits: number }>) => {
+    const modes = new Map<string, Set<string>>();
+    for (const row of rows) {
+      modes.set(row.lock_name, (modes.get(row.lock_name) ?? new Set()).add(row.mode));
+      if (row.held > row.permits) {
+        report.violations.push(`${row.lock_name}: ${row.held} ${row.mode === 'W' ? 'writers' : 'readers'} > ${row.permits} in the database`);
+      }
+    }
+    for (const [name, seen] of modes) {
+      if (seen.size > 1) report.violations.push(`${name}: a reader and a writer together in the database`);
+    }
+  };
+  const loop = (async () => {
+    while (running) {
+      try {
+        if (!client) {
+          const fresh = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000, application_name: 'ndl-test-sampler' });
+          fresh.on('error', () => undefined);
+          client = fresh;
+          await fresh.connect();
+        }
+        const { rows } = await client.query(SAMPLE, [defaults.write, defaults.read]);
+        report.samples++;
+        check(rows);
+        await sleep(intervalMs);
+      } catch {
+        report.failedSamples++;
+        const broken = client;
+        client = undefined;
+        await broken?.end().catch(() => undefined);
+        if (running) await sleep(50);
+      }
+    }
+  })();
+  return {
+    report,
+    async stop() {
+      running = false;
+      await loop;
+      await client?.end().catch(() => undefined);
+      return report;
+    },
+  };
+}
+
+/** Polls until a query on a connection of its own answers (the server is up and accepts the test's sessions). */
+export async function rowsOrUndefined<R extends pg.QueryResultRow>(url: string, text: string, values?: unknown[]): Promise<R[] | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.query<R>(text, values)).rows;
+  } catch {
+    return undefined;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
