@@ -113,8 +113,10 @@ describe('terminated backends', () => {
       expect(await terminate(`application_name LIKE 'nestjs-db-locks twin %'`)).toHaveLength(1);
       twin = await createLockApp(db.url, { appId: 'twin', reaperIntervalMs: 0 }); // its start-up recovery frees TWIN
       await until(() => signal.aborted, 8000); // at the first instance's next renewal
-      // Every grant of the fenced instance is reported lost.
+      // Every grant of the fenced instance is reported lost, because of the twin (not later, one by one, by renewals
+      // that find them gone).
       expect(signal.reason).toBeInstanceOf(LockLostError);
+      expect((signal.reason as LockLostError).reason).toMatch(/another instance took app id "twin"/);
       expect(secondSignal.aborted).toBe(true);
       expect(secondSignal.reason).toBeInstanceOf(LockLostError);
       expect(first.locks.isHeld(stamp)).toBe(false);
