@@ -46,13 +46,13 @@ describe('waiting for locks', () => {
   it('hands the group over as soon as it is released, well before any re-check', async () => {
     const held = await holder.locks.tryLocks(['H_WRITE']);
     const waiting = waiter.locks.tryLocks(['H_WRITE', 'OTHER_READ'], { waitMs: 10_000 });
-    await sleep(200);
+    await until(async () => (await waiterRows()).length === 2); // registered: it waits now
     const releasedAt = Date.now();
     await holder.locks.releaseLocks(held);
     const stamp = await waiting;
-    const handOffMs = Date.now() - releasedAt;
     expect(stamp).toBeGreaterThan(held);
-    expect(handOffMs).toBeLessThan(500);
+    // Notified: the re-check is 5 s away (the hand-off's own latency, ~2 ms, is measured by the benchmark).
+    expect(Date.now() - releasedAt).toBeLessThan(2500);
   });
 
   it('returns 0 at the deadline', async () => {
@@ -61,14 +61,14 @@ describe('waiting for locks', () => {
     expect(await waiter.locks.tryLocks(['D_READ'], { waitMs: 300 })).toBe(0);
     const waited = Date.now() - startedAt;
     expect(waited).toBeGreaterThanOrEqual(290);
-    expect(waited).toBeLessThan(2000);
+    expect(waited).toBeLessThan(4500); // ended by its deadline, not by the re-check 5 s away
   });
 
   it('can be aborted: a typed error, nothing held, no row left', async () => {
     await holder.locks.tryLocks(['A_WRITE']);
     const controller = new AbortController();
     const waiting = waiter.locks.tryLocks(['A_WRITE'], { waitMs: 10_000, signal: controller.signal });
-    await sleep(100);
+    await until(async () => (await waiterRows()).length === 1);
     controller.abort(new Error('user gave up'));
     await expect(waiting).rejects.toThrow(LockWaitAbortedError);
     expect((await lockRows(db)).map((r) => r.app_id)).toEqual(['holder']);
@@ -134,19 +134,25 @@ describe('waiting for locks', () => {
   it('wakes waiters when permits change', async () => {
     await holder.locks.tryLocks(['P_READ']);
     const waiting = waiter.locks.tryLocks(['P_READ'], { waitMs: 10_000 });
-    await sleep(200);
+    await until(async () => (await waiterRows()).length === 1);
     const changedAt = Date.now();
     await db.query(`INSERT INTO locking_permissions VALUES ('P', 'R', 2)`);
     expect(await waiting).toBeGreaterThan(0);
-    expect(Date.now() - changedAt).toBeLessThan(500);
+    expect(Date.now() - changedAt).toBeLessThan(2500); // notified: the re-check is 5 s away
   });
 
   it('lets @WithLocks wait with waitMs', async () => {
     const held = await holder.locks.tryLocks(['REPORT_READ']);
     const building = waiter.app.get(Reports).build();
-    await sleep(150);
+    await until(async () => (await waiterRows()).length === 1); // the method waits for its group
     await holder.locks.releaseLocks(held);
     expect(await building).toBe('built');
+    // It ran under its own grant, released since.
+    expect(await db.query(`SELECT app_id, lock_modes, status FROM locking_log WHERE lock_names = '{REPORT}' ORDER BY stamp`))
+      .toEqual([
+        { app_id: 'holder', lock_modes: ['R'], status: 'RELEASED' },
+        { app_id: 'waiter', lock_modes: ['W'], status: 'RELEASED' },
+      ]);
   });
 
   it('does not starve a writer: 8 constant readers, the writer gets all of its 10 acquisitions', async () => {
@@ -166,7 +172,7 @@ describe('waiting for locks', () => {
       }
     };
     const readers = Array.from({ length: 8 }, reader);
-    await sleep(200); // the readers own the name now
+    await until(() => reads >= 8); // the readers own the name now
     const waits: number[] = [];
     try {
       for (let i = 0; i < 10; i++) {
