@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -54,6 +55,9 @@ describe('waiter rows', () => {
       const held = await holder.locks.tryLocks(names.map((name) => `${name}_WRITE` as const));
       const waiting = slow.locks.tryLocks([`${names[39]}_WRITE` as const], { waitMs: 20_000 });
       await until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = 'slow-waiter'`)).length === 1);
+      // Its first attempt follows the registration at once; give it time to be refused and to go to sleep, so that
+      // only a notification can wake it before the re-check (an attempt after the release would pass without one).
+      await sleep(500);
       const releasedAt = Date.now();
       await holder.locks.releaseLocks(held);
       const stamp = await waiting;
