@@ -7,6 +7,7 @@ import { startDbSampler } from '../support/invariant-checker.js';
 import { startFaultProxy, type FaultProxy } from '../support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { stopLeftovers } from '../support/leftovers.js';
 
 const LEASE_MS = 1500;
 const RENEW_MS = 200;
@@ -22,6 +23,7 @@ const RELEASE = '_release';
  * a release: the outcomes the instance cannot know. Another instance, connected directly, runs the reaper.
  */
 describe('connections reset or stalled in the middle of a statement', () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
   let proxy: FaultProxy;
   let proxied: LockApp;

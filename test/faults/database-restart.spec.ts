@@ -7,14 +7,18 @@ import { startRestartablePostgres, type RestartablePostgres } from '../support/r
 import { startDbSampler } from '../support/invariant-checker.js';
 import { connectClient } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { stopLeftovers } from '../support/leftovers.js';
 
-const LEASE_MS = 3000;
+// The outage of the first test must stay shorter than the lease on a loaded machine, where stopping and starting the
+// server take seconds (the last renewal before the stop can be a whole stop earlier): a long lease, short intervals.
+const LEASE_MS = 8000;
 const RENEW_MS = 250;
 const REAPER_MS = 300;
 const options = { leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: REAPER_MS, queryTimeoutMs: 1000 };
 
 /** The database stopped and started again under load, with three instances of a service. */
 describe('a database restart', () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let server: RestartablePostgres;
   let apps: LockApp[];
   const watcher = watchProcess();
@@ -106,7 +110,9 @@ describe('a database restart', () => {
     expect(report.lost).toBe(0); // no holder was told it lost a grant: none did
     expect(sampled.violations).toEqual([]);
     expect(sampled.failedSamples).toBeGreaterThan(0);
-    expect(resumedMs).toBeLessThan(RENEW_MS + 400); // one renewal interval, plus the time to see it
+    // One renewal interval, plus connecting on a loaded machine: far less than the lease that an instance which did not
+    // take its app id back by itself would need to have its grants freed.
+    expect(resumedMs).toBeLessThan(RENEW_MS + 2000);
     process.stdout.write(`fault figures: instances held their app ids again ${resumedMs.toFixed(0)} ms after the restart\n`);
     await r1.releaseLocks(kept);
     await r3.releaseLocks(keptRead);
@@ -122,15 +128,17 @@ describe('a database restart', () => {
     const load = startWorkers();
     await until(() => load.report.granted >= 50);
 
+    const stopping = performance.now();
     await server.stop();
     const stoppedAt = performance.now();
     await sleep(LEASE_MS + 1000);
     const restartedAt = performance.now();
-    // Told while the database was still away: no later than a lease after its last renewal was sent (before the
-    // stop), and not much earlier than that (the last renewal was sent at most one interval before the stop).
+    // Told while the database was still away: no later than a lease after its last successful renewal was sent
+    // (before the server had stopped; plus the lateness of a timer in this busy process), and not much earlier than
+    // that (the last renewal was sent at most one interval, and a late tick, before the stop began).
     expect(abortedAt).toBeGreaterThan(0);
-    expect(abortedAt - stoppedAt).toBeLessThanOrEqual(LEASE_MS + 250);
-    expect(abortedAt - stoppedAt).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 1000);
+    expect(abortedAt - stoppedAt).toBeLessThanOrEqual(LEASE_MS + 750);
+    expect(abortedAt - stopping).toBeGreaterThanOrEqual(LEASE_MS - RENEW_MS - 1000);
     expect(r1.isHeld(lost)).toBe(false);
     await server.start();
 

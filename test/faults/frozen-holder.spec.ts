@@ -6,6 +6,7 @@ import { startLoad, watchProcess } from '../support/fault-load.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { stopLeftovers } from '../support/leftovers.js';
 
 const LEASE_MS = 1500;
 const RENEW_MS = 250;
@@ -20,6 +21,7 @@ const holderEnv = (url: string, appId: string, locks: string) => ({
 
 /** A holder in a process of its own, frozen with SIGSTOP past its lease (a GC pause, a stuck VM, a debugger). */
 describe('a frozen holder', () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
   let watcher: LockApp;
   let worker: LockApp;

@@ -3,9 +3,11 @@ import { GrantChecker } from '../support/grant-checker.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { stopLeftovers } from '../support/leftovers.js';
 
 /** The checkers the fault suite relies on do see a breach: a fault test that finds none proves something. */
 describe('the invariant checkers', () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
 
   beforeAll(async () => {

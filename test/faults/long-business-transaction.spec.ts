@@ -6,6 +6,7 @@ import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { stopLeftovers } from '../support/leftovers.js';
 
 const LEASE_MS = 1500;
 const RENEW_MS = 200;
@@ -18,6 +19,7 @@ const options = { leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, queryTimeoutMs: 
  * `markBusinessDone` refuses a manager that is not in a transaction.
  */
 describe('a long business transaction', () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
   let biz: LockApp;
   let other: LockApp;
@@ -25,6 +27,9 @@ describe('a long business transaction', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
+    // A deadlock would stall its statements for this long before the server breaks it (the race test bounds below).
+    const [{ name }] = await db.query<{ name: string }>('SELECT current_database() AS name');
+    await db.query(`ALTER DATABASE ${name} SET deadlock_timeout = '10s'`);
     const named = (name: string) => {
       const url = new URL(db.url);
       url.searchParams.set('application_name', name);
@@ -93,12 +98,12 @@ describe('a long business transaction', () => {
       // The grant inside the transaction could not be renewed: its holder was told by its lease end, on its clock...
       expect(txSignal.aborted).toBe(true);
       expect(txSignal.reason).toBeInstanceOf(LockLostError);
-      expect(txLostAt - markedAt).toBeLessThanOrEqual(LEASE_MS + 100);
+      expect(txLostAt - markedAt).toBeLessThanOrEqual(LEASE_MS + 750); // plus the lateness of a timer in a busy process
       expect(biz.locks.isHeld(inTx)).toBe(false);
       // ... while no reaper can free it as long as the transaction holds its row, and a reaper does not wait for it.
       const reapStarted = performance.now();
       await other.locks.reapStaleLocks();
-      expect(performance.now() - reapStarted).toBeLessThan(500);
+      expect(performance.now() - reapStarted).toBeLessThan(3000); // one that waited would wait for the commit below
       expect(await other.locks.tryLocks(['TX_WRITE'])).toBe(0);
     } finally {
       await runner.commitTransaction();
@@ -160,8 +165,8 @@ describe('a long business transaction', () => {
         // (40P01), no store error, no raw driver error.
         expect(errors.filter((error) => !(error instanceof LockError))).toEqual([]);
         expect(errors.filter((error) => error instanceof LockStoreError).map((error) => (error as LockStoreError).code)).toEqual([]);
-        // PostgreSQL breaks a deadlock only after deadlock_timeout (1 s): every call answered well before that.
-        expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(900);
+        // PostgreSQL breaks a deadlock only after deadlock_timeout (10 s here): every call answered well before that.
+        expect(Math.max(...results.map((r) => r.ms))).toBeLessThan(5000);
         // Every grant of the round ended before the next one starts (else it could not take the same names).
         expect(await rowCount('D%')).toBe(0);
       }

@@ -1,6 +1,7 @@
 import { LockError, type LockPermits, type LockRequest, type LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GrantChecker } from './grant-checker.js';
+import { stoppedAfterEach } from './leftovers.js';
 
 /** What a load run saw. */
 export interface LoadReport {
@@ -82,14 +83,14 @@ export function startLoad(
     }
   };
   const loops = instances.flatMap((locks) => Array.from({ length: options.workers }, () => worker(locks)));
-  return {
+  return stoppedAfterEach({
     report,
     async stop() {
       running = false;
       await Promise.all(loops);
       return report;
     },
-  };
+  });
 }
 
 /** Records unhandled rejections and uncaught exceptions while a fault test runs. */

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { stoppedAfterEach } from './leftovers.js';
 
 /** What a database-side sampler saw. */
 export interface SamplerReport {
@@ -70,7 +71,7 @@ export function startDbSampler(
       }
     }
   })();
-  return {
+  return stoppedAfterEach({
     report,
     async stop() {
       running = false;
@@ -78,7 +79,7 @@ export function startDbSampler(
       await client?.end().catch(() => undefined);
       return report;
     },
-  };
+  });
 }
 
 /** Polls until a query on a connection of its own answers (the server is up and accepts the test's sessions). */
