@@ -16,6 +16,7 @@ import {
 import type {
   LockGrant,
   LockGrantFilter,
+  LockHealth,
   LockRequest,
   LockLogEntry,
   LockMode,
@@ -41,6 +42,7 @@ import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
+import { LockHealthCheck } from './lock-health.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
@@ -85,6 +87,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly reaper: LockReaper,
     private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly health: LockHealthCheck,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -341,6 +344,16 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
     return runLocked(this.holder, locked);
+  }
+
+  /**
+   * The health of this instance, for readiness probes (`LockHealthIndicator` of `nestjs-db-locks/terminus` reports
+   * it): unhealthy when it does not hold its app id, when the database does not answer within `queryTimeoutMs`, when
+   * the lock migrations are missing or not all run, or when lease renewals have failed for more than half a lease.
+   * Never rejects.
+   */
+  getHealth(): Promise<LockHealth> {
+    return this.health.check(this.waits.size);
   }
 
   /** Counters since start, for metrics and benchmarks. */
