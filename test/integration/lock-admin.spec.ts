@@ -9,7 +9,7 @@ import {
   LockLostError,
 } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -27,12 +27,7 @@ function aborted(signal: AbortSignal): Promise<unknown> {
 }
 
 describe('LockAdminService', () => {
-  const apps: LockApp[] = [];
-  const start = async (...args: Parameters<typeof createLockApp>) => {
-    const app = await createLockApp(...args);
-    apps.push(app);
-    return app;
-  };
+  const { start, closeAll } = trackApps(createLockApp);
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -41,7 +36,7 @@ describe('LockAdminService', () => {
     admin = LockAdminService.create(dataSource, { actor: 'alice@on-call' });
   });
   afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await closeAll();
     await db.query('DELETE FROM locking');
     await db.query('DELETE FROM locking_log');
     await db.query('DELETE FROM locking_permissions');

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { LOCK_MIGRATIONS, LockService, type LockHealth } from 'nestjs-db-locks';
 import { LockHealthIndicator } from 'nestjs-db-locks/terminus';
 import { DataSource } from 'typeorm';
-import { lockAppImports, type TestLockOptions } from '../support/lock-app.js';
+import { lockAppImports, trackApps, type TestLockOptions } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -74,18 +74,16 @@ class HealthApp {
 
 describe('health: LockService.getHealth and the terminus indicator', () => {
   let db: TestDatabase;
-  const apps: HealthApp[] = [];
-  const start = async (options: TestLockOptions, url = db.url) => {
-    const app = await HealthApp.start(url, { reaperIntervalMs: 0, ...options });
-    apps.push(app);
-    return app;
-  };
+  const apps = trackApps((options: TestLockOptions, url?: string) =>
+    HealthApp.start(url ?? db.url, { reaperIntervalMs: 0, ...options }),
+  );
+  const start = apps.start;
 
   beforeAll(async () => {
     db = await createTestDatabase();
   });
   afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
+    await apps.closeAll();
     await db.query('DROP TRIGGER IF EXISTS block_updates ON locking_log');
     await db.query('DELETE FROM locking');
   });
@@ -179,7 +177,7 @@ describe('health: LockService.getHealth and the terminus indicator', () => {
       expect((await app.health()).locks).toMatchObject({ status: 'down', schema: 'missing' });
     } finally {
       await dataSource.destroy();
-      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await apps.closeAll();
       await old.drop();
     }
   });
