@@ -11,12 +11,21 @@ import {
 import { DataSource } from 'typeorm';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 let db: TestDatabase;
 let dataSource: DataSource;
 let admin: LockAdminService;
+
+/** Sessions of the test database waiting for a row or table lock. */
+const WAITING_FOR_A_LOCK = `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+
+/** Deadlocks PostgreSQL has detected in the test database so far. */
+async function deadlocks(): Promise<number> {
+  const [row] = await db.query<{ n: string }>('SELECT deadlocks AS n FROM pg_stat_database WHERE datname = current_database()');
+  return Number(row?.n);
+}
 
 /** Resolves with the reason once `signal` fires. */
 function aborted(signal: AbortSignal): Promise<unknown> {
@@ -85,6 +94,48 @@ describe('LockAdminService', () => {
     await expect(admin.forceRelease(other, 'released already')).rejects.toBeInstanceOf(GrantNotFoundError);
     await expect(admin.forceRelease(999_999_999, 'unknown')).rejects.toBeInstanceOf(GrantNotFoundError);
     expect((await admin.getLog({ stamp: other }))[0]).toMatchObject({ status: 'RELEASED' });
+  });
+
+  it('takes the log row before the lock rows: behind a reaper holding the log row it never deadlocks', async () => {
+    const holder = await start(db.url, { appId: 'holder', reaperIntervalMs: 0 });
+    const stamp = await holder.locks.tryLocks(['ORDER_WRITE', 'ORDER2_READ']);
+    const before = await deadlocks();
+    const reaper = await connectClient(db.url);
+    try {
+      await reaper.query('BEGIN');
+      await reaper.query('SELECT stamp FROM locking_log WHERE stamp = $1 FOR UPDATE', [stamp]);
+      const forced = admin.forceRelease(stamp, 'racing the reaper');
+      forced.catch(() => undefined); // awaited below
+      await until(async () => (await db.query(WAITING_FOR_A_LOCK)).length > 0); // the forced release waits
+      await reaper.query(`SET LOCAL lock_timeout = '5s'`);
+      await reaper.query('DELETE FROM locking WHERE stamp = $1', [stamp]);
+      await reaper.query(`UPDATE locking_log SET status = 'REAPED', ended = now() WHERE stamp = $1`, [stamp]);
+      await reaper.query('COMMIT');
+      await expect(forced).rejects.toBeInstanceOf(GrantNotFoundError); // the reaper ended it first
+    } finally {
+      await reaper.end();
+    }
+    expect(await deadlocks()).toBe(before);
+    expect(await db.query('SELECT status FROM locking_log WHERE stamp = $1', [stamp])).toEqual([{ status: 'REAPED' }]);
+  });
+
+  it("races the holder's own release: exactly one of them ends each grant", async () => {
+    const holder = await start(db.url, { appId: 'holder', reaperIntervalMs: 0 });
+    const before = await deadlocks();
+    for (let i = 0; i < 20; i++) {
+      const stamp = await holder.locks.tryLocks([`RACE${i}_WRITE`, `RACE${i}B_READ`]);
+      const [released, forced] = await Promise.allSettled([
+        holder.locks.releaseLocks(stamp),
+        admin.forceRelease(stamp, 'race'),
+      ]);
+      expect([released.status, forced.status].sort()).toEqual(['fulfilled', 'rejected']);
+      if (released.status === 'rejected') expect(released.reason).toBeInstanceOf(IllegalMonitorStateError);
+      if (forced.status === 'rejected') expect(forced.reason).toBeInstanceOf(GrantNotFoundError);
+      const [row] = await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]);
+      expect(row!.status).toBe(forced.status === 'fulfilled' ? 'FORCED' : 'RELEASED');
+    }
+    expect(await lockRows(db)).toEqual([]);
+    expect(await deadlocks()).toBe(before);
   });
 
   it('wakes the waiters of the freed names at once', async () => {
