@@ -280,11 +280,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     return this.reaper.reapStale();
   }
 
-  /**
-   * Every grant holding locks now, across all instances (for dashboards), oldest first.
-   * @param filter `name`: only grants holding that lock name; `appId`: only that instance's grants.
-   * @throws InvalidLockSpecError / InvalidLockArgumentError for a bad filter, before any database call.
-   */
+  /** Every grant holding locks now, across all instances (for dashboards), oldest first; `filter` narrows it. */
   getGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
     return this.store.listGrants(assertGrantFilter(filter));
   }
@@ -346,12 +342,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     return runLocked(this.holder, locked);
   }
 
-  /**
-   * The health of this instance, for readiness probes (`LockHealthIndicator` of `nestjs-db-locks/terminus` reports
-   * it): unhealthy when it does not hold its app id, when the database does not answer within `queryTimeoutMs`, when
-   * the lock migrations are missing or not all run, or when lease renewals have failed for more than half a lease.
-   * Never rejects.
-   */
+  /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */
   getHealth(): Promise<LockHealth> {
     return this.health.check(this.waits.size);
   }
