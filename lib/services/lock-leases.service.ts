@@ -43,6 +43,11 @@ export class LockLeases implements OnModuleDestroy {
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
+  /** How many grants this process holds (for the metrics). */
+  get size(): number {
+    return this.held.size;
+  }
+
   /** Now, on the clock that leases are counted on here. */
   static now(): number {
     return performance.now();
@@ -97,11 +102,6 @@ export class LockLeases implements OnModuleDestroy {
   /** Marks every grant lost (recovery ran, or the instance lost its app id). */
   loseAll(reason: string): void {
     for (const stamp of [...this.held.keys()]) this.lose(stamp, reason);
-  }
-
-  /** How many grants this process holds, as far as it knows. */
-  get size(): number {
-    return this.held.size;
   }
 
   /** For how long renewals have been failing (0 while they succeed, or when there is nothing to renew). */

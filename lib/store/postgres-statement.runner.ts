@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { DataSource } from 'typeorm';
-import { LockConfigurationError } from '../errors/index.js';
+import { LockConfigurationError, type LockError } from '../errors/index.js';
 import type { LockRetryOptions } from '../interfaces/index.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import type { SessionLane } from './session-lane.util.js';
@@ -26,9 +26,14 @@ export type LockStatement = QueryConfig & { lane?: SessionLane };
 export class PostgresStatementRunner {
   private retryCount = 0;
 
+  /**
+   * @param failed sees every error a statement ends with, once retries are over (for counting them), and returns the
+   *   error to throw.
+   */
   constructor(
     private readonly dataSource: DataSource,
     private readonly options: StatementRunnerOptions,
+    private readonly failed: (error: LockError) => LockError = (error) => error,
   ) {
     if (dataSource.options.type !== 'postgres') {
       throw new LockConfigurationError(
@@ -68,7 +73,7 @@ export class PostgresStatementRunner {
         return await this.send<R>(lane, timed, () => (sent = true));
       } catch (error) {
         const retry = isTransientDriverError(error) || (!sent && isConnectionFailure(error));
-        if (!retry || attempt >= maxAttempts) throw toLockError(error, operation, grants && sent);
+        if (!retry || attempt >= maxAttempts) throw this.failed(toLockError(error, operation, grants && sent));
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
       }
