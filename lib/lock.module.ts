@@ -10,8 +10,10 @@ import {
   type LockModuleAsyncOptions,
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
-import { createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
+import { LockAdminService } from './admin/lock-admin.service.js';
+import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
 import { InstanceLock } from './services/instance-lock.service.js';
+import { LockHealthCheck } from './services/lock-health.service.js';
 import { LockLeases } from './services/lock-leases.service.js';
 import { LockPermitsCache } from './services/lock-permits-cache.service.js';
 import { LockNotifications } from './services/lock-notifications.service.js';
@@ -45,11 +47,12 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
     InstanceLock,
     LockReaper,
     LockNotifications,
+    LockHealthCheck,
     LockService,
     LockTasksRegistrar,
     LockExplorer,
   ],
-  exports: [LockService],
+  exports: [LockService, LockAdminService],
 })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
@@ -70,6 +73,11 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
   return {
     ...definition,
     imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], extras.dataSource)],
-    providers: [...(definition.providers ?? []), createLockStoreProvider(extras.dataSource), ...interceptor],
+    providers: [
+      ...(definition.providers ?? []),
+      createLockStoreProvider(extras.dataSource),
+      createLockAdminProvider(extras.dataSource),
+      ...interceptor,
+    ],
   };
 }

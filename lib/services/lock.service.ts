@@ -9,13 +9,14 @@ import {
 import type { EntityManager } from 'typeorm';
 import {
   IllegalMonitorStateError,
-  InvalidLockArgumentError,
   LockLostError,
   LockShutdownError,
   LockWaitAbortedError,
 } from '../errors/index.js';
 import type {
   LockGrant,
+  LockGrantFilter,
+  LockHealth,
   LockRequest,
   LockLogEntry,
   LockMode,
@@ -28,10 +29,12 @@ import type {
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import {
+  assertLimit,
   assertLockMode,
   assertLockName,
   assertPermits,
   assertInTransaction,
+  assertGrantFilter,
   assertStamp,
   assertTryLocksOptions,
 } from '../utils/lock-validation.util.js';
@@ -39,6 +42,7 @@ import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
+import { LockHealthCheck } from './lock-health.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
@@ -83,6 +87,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly reaper: LockReaper,
     private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly health: LockHealthCheck,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -275,16 +280,14 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     return this.reaper.reapStale();
   }
 
-  /** Every grant holding locks now, across all instances (for dashboards). */
-  getGrants(): Promise<LockGrant[]> {
-    return this.store.listGrants();
+  /** Every grant holding locks now, across all instances (for dashboards), oldest first; `filter` narrows it. */
+  getGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
+    return this.store.listGrants(assertGrantFilter(filter));
   }
 
   /** The newest lock log rows, newest first. */
   getLog(limit = 50): Promise<LockLogEntry[]> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new InvalidLockArgumentError('limit', limit, 'an integer from 1 to 10000');
-    }
+    assertLimit(limit);
     return this.store.listLog(limit);
   }
 
@@ -337,6 +340,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
     return runLocked(this.holder, locked);
+  }
+
+  /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */
+  getHealth(): Promise<LockHealth> {
+    return this.health.check(this.waits.size);
   }
 
   /** Counters since start, for metrics and benchmarks. */
