@@ -2,6 +2,7 @@ export { LockModule } from './lock.module.js';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
+export { LockAdminService } from './admin/lock-admin.service.js';
 export { WithLocks, type WithLocksDecorator } from './decorators/with-locks.decorator.js';
 export {
   LockHttpInterceptor,
@@ -23,6 +24,13 @@ export type {
   LockLogEntry,
   LockLogStatus,
   TryLocksOptions,
+  LockAdminOptions,
+  ForcedRelease,
+  LockWaiterInfo,
+  LockGrantFilter,
+  LockLogQuery,
+  LockPermitsEntry,
+  LockSchemaStatus,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export {
@@ -31,6 +39,7 @@ export {
   FasterLockFunctions1795247677000,
   OrderedLockRelease1795400000000,
   OrderedLockWaiters1795500000000,
+  ForcedLockRelease1795600000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {
@@ -48,4 +57,5 @@ export {
   AppIdInUseError,
   LockWaitAbortedError,
   LockShutdownError,
+  GrantNotFoundError,
 } from './errors/index.js';

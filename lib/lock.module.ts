@@ -10,7 +10,8 @@ import {
   type LockModuleAsyncOptions,
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
-import { createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
+import { LockAdminService } from './admin/lock-admin.service.js';
+import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
 import { InstanceLock } from './services/instance-lock.service.js';
 import { LockLeases } from './services/lock-leases.service.js';
 import { LockPermitsCache } from './services/lock-permits-cache.service.js';
@@ -49,7 +50,7 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
     LockTasksRegistrar,
     LockExplorer,
   ],
-  exports: [LockService],
+  exports: [LockService, LockAdminService],
 })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
@@ -70,6 +71,11 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
   return {
     ...definition,
     imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], extras.dataSource)],
-    providers: [...(definition.providers ?? []), createLockStoreProvider(extras.dataSource), ...interceptor],
+    providers: [
+      ...(definition.providers ?? []),
+      createLockStoreProvider(extras.dataSource),
+      createLockAdminProvider(extras.dataSource),
+      ...interceptor,
+    ],
   };
 }

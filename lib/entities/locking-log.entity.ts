@@ -10,7 +10,7 @@ const bigintAsNumber = {
 /**
  * A row of `locking_log` (seed 002's lock log): one per grant, written in the same transaction as each state change.
  * Statuses: ACQUIRED → BUSINESS_DONE → RELEASED, or → REAPED (lease expired, freed by a reaper), or → RECOVERED
- * (freed at its instance's restart). Times are database time.
+ * (freed at its instance's restart), or → FORCED (freed by `LockAdminService.forceRelease`). Times are database time.
  * @publicApi
  */
 @Entity({ name: 'locking_log' })
@@ -53,9 +53,17 @@ export class LockingLogEntity {
   @Column({ name: 'business_done', type: 'timestamptz', nullable: true })
   businessDone!: Date | null;
 
-  /** When it was released, reaped or recovered. */
+  /** When it was released, reaped, recovered or forced. */
   @Column({ name: 'ended', type: 'timestamptz', nullable: true })
   ended!: Date | null;
+
+  /** Who forced its release (FORCED only). */
+  @Column({ name: 'ended_by', type: 'varchar', length: 200, nullable: true })
+  endedBy!: string | null;
+
+  /** Why its release was forced (FORCED only). */
+  @Column({ name: 'end_reason', type: 'varchar', length: 500, nullable: true })
+  endReason!: string | null;
 
   /** Incremented by every update (optimistic concurrency, seed 002). */
   @Column({ name: 'version', type: 'integer', default: 1 })

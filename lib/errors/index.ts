@@ -12,3 +12,4 @@ export { LockLostError } from './lock-lost.error.js';
 export { AppIdInUseError } from './app-id-in-use.error.js';
 export { LockWaitAbortedError } from './lock-wait-aborted.error.js';
 export { LockShutdownError } from './lock-shutdown.error.js';
+export { GrantNotFoundError } from './grant-not-found.error.js';

@@ -1,7 +1,10 @@
 import type { LockRequest } from './lock-spec.interface.js';
 
-/** Statuses of a grant in the lock log. @publicApi */
-export type LockLogStatus = 'ACQUIRED' | 'BUSINESS_DONE' | 'RELEASED' | 'REAPED' | 'RECOVERED';
+/**
+ * Statuses of a grant in the lock log. `FORCED`: freed by `LockAdminService.forceRelease` (see `endedBy`, `endReason`).
+ * @publicApi
+ */
+export type LockLogStatus = 'ACQUIRED' | 'BUSINESS_DONE' | 'RELEASED' | 'REAPED' | 'RECOVERED' | 'FORCED';
 
 /**
  * A grant that holds its locks now, as `LockService.getGrants()` reports it (times from the database clock).
@@ -39,12 +42,16 @@ export interface LockLogEntry {
   readonly instance: string;
   /** The locks of the group. */
   readonly locks: readonly LockRequest[];
-  /** Where the grant is in its life: `ACQUIRED`, `BUSINESS_DONE`, then `RELEASED`, `REAPED` or `RECOVERED`. */
+  /** Where the grant is in its life: `ACQUIRED`, `BUSINESS_DONE`, then `RELEASED`, `REAPED`, `RECOVERED` or `FORCED`. */
   readonly status: LockLogStatus;
   /** When it was granted (database clock). */
   readonly acquiredAt: Date;
   /** When `markBusinessDone` recorded it, if it did. */
   readonly businessDoneAt: Date | null;
-  /** When it was released, reaped or recovered. */
+  /** When it was released, reaped, recovered or forced. */
   readonly endedAt: Date | null;
+  /** Who forced its release (`FORCED` only): the admin's `actor`. */
+  readonly endedBy?: string;
+  /** Why its release was forced (`FORCED` only). */
+  readonly endReason?: string;
 }

@@ -9,13 +9,13 @@ import {
 import type { EntityManager } from 'typeorm';
 import {
   IllegalMonitorStateError,
-  InvalidLockArgumentError,
   LockLostError,
   LockShutdownError,
   LockWaitAbortedError,
 } from '../errors/index.js';
 import type {
   LockGrant,
+  LockGrantFilter,
   LockRequest,
   LockLogEntry,
   LockMode,
@@ -28,10 +28,12 @@ import type {
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import {
+  assertLimit,
   assertLockMode,
   assertLockName,
   assertPermits,
   assertInTransaction,
+  assertGrantFilter,
   assertStamp,
   assertTryLocksOptions,
 } from '../utils/lock-validation.util.js';
@@ -275,16 +277,18 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     return this.reaper.reapStale();
   }
 
-  /** Every grant holding locks now, across all instances (for dashboards). */
-  getGrants(): Promise<LockGrant[]> {
-    return this.store.listGrants();
+  /**
+   * Every grant holding locks now, across all instances (for dashboards), oldest first.
+   * @param filter `name`: only grants holding that lock name; `appId`: only that instance's grants.
+   * @throws InvalidLockSpecError / InvalidLockArgumentError for a bad filter, before any database call.
+   */
+  getGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
+    return this.store.listGrants(assertGrantFilter(filter));
   }
 
   /** The newest lock log rows, newest first. */
   getLog(limit = 50): Promise<LockLogEntry[]> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) {
-      throw new InvalidLockArgumentError('limit', limit, 'an integer from 1 to 10000');
-    }
+    assertLimit(limit);
     return this.store.listLog(limit);
   }
 

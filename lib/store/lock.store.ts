@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { LockGrant, LockLogEntry, LockRequest } from '../interfaces/index.js';
+import type { LockGrant, LockGrantFilter, LockLogEntry, LockRequest } from '../interfaces/index.js';
 
 /** A lock of a group that is not available now: held elsewhere, or a read yielding to a waiting writer. @internal */
 export interface BusyLock {
@@ -88,8 +88,8 @@ export abstract class LockStore {
   abstract endStaleClaim(pid: number): Promise<void>;
   /** Describes the session holding this app id's instance lock. */
   abstract describeAppIdHolder(): Promise<string>;
-  /** The live grants of every app. */
-  abstract listGrants(): Promise<LockGrant[]>;
+  /** The live grants of every app (narrowed by `filter`). */
+  abstract listGrants(filter?: LockGrantFilter): Promise<LockGrant[]>;
   /** The newest log rows. */
   abstract listLog(limit: number): Promise<LockLogEntry[]>;
   /** Reads every permits row. */

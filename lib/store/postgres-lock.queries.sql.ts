@@ -86,15 +86,27 @@ export const MARK_BUSINESS_DONE = `UPDATE locking_log
   WHERE stamp = $1 AND app_id = $2 AND status = 'ACQUIRED' AND lease_expires > clock_timestamp()
     AND EXISTS (SELECT 1 FROM locking WHERE stamp = $1)`;
 
-/** The grants holding locks now, oldest first, with ages computed by the database. */
+/** The grants holding locks now, oldest first, with ages computed by the database; $1 only those holding this name,
+ * $2 only those of this app id (each ignored when null). */
 export const SELECT_GRANTS = `SELECT stamp, app_id, instance, lock_names, lock_modes, acquired,
     (extract(epoch FROM clock_timestamp() - acquired) * 1000)::float8 AS held_for_ms,
     (extract(epoch FROM lease_expires - clock_timestamp()) * 1000)::float8 AS lease_left_ms
-  FROM locking_log WHERE stamp IN (SELECT stamp FROM locking) ORDER BY stamp`;
+  FROM locking_log
+ WHERE stamp IN (SELECT stamp FROM locking WHERE ($1::text IS NULL OR lock_name = $1) AND ($2::text IS NULL OR app_id = $2))
+ ORDER BY stamp`;
 
-/** $1 limit: the newest log rows. */
-export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_modes, status, acquired, business_done, ended
-  FROM locking_log ORDER BY stamp DESC LIMIT $1`;
+/**
+ * $1 limit, and filters ignored when null: $2 acquired or ended since, $3 a name the grant held, $4 the stamp → the
+ * newest log rows. `ended_by` and `end_reason` are read through the row's JSON, so that the statement also runs on a
+ * schema older than the forced-release migration (they are then null).
+ */
+export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_modes, status, acquired, business_done, ended,
+    to_jsonb(l) ->> 'ended_by' AS ended_by, to_jsonb(l) ->> 'end_reason' AS end_reason
+  FROM locking_log l
+ WHERE ($2::timestamptz IS NULL OR l.acquired >= $2 OR l.ended >= $2)
+   AND ($3::text IS NULL OR $3 = ANY (l.lock_names))
+   AND ($4::bigint IS NULL OR l.stamp = $4)
+ ORDER BY l.stamp DESC LIMIT $1`;
 
 /**
  * The 64-bit key of the instance lock of app id $1: a hash of the namespace and the app id (two different app ids

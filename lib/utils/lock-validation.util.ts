@@ -1,6 +1,6 @@
 import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
 import type { EntityManager } from 'typeorm';
-import type { LockMode, TryLocksOptions } from '../interfaces/index.js';
+import type { LockGrantFilter, LockMode, TryLocksOptions } from '../interfaces/index.js';
 import { LOCK_NAME_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
 
 /** Throws `InvalidLockSpecError` unless `name` is a valid lock name. @internal */
@@ -28,6 +28,13 @@ export function assertStamp(stamp: unknown): asserts stamp is number {
 export function assertPermits(permits: unknown, argument = 'permits'): asserts permits is number {
   if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
     throw new InvalidLockArgumentError(argument, permits, `an integer from 1 to ${MAX_PERMITS}`);
+  }
+}
+
+/** Throws `InvalidLockArgumentError` unless `limit` is an integer from 1 to 10000 (rows of a report). @internal */
+export function assertLimit(limit: unknown): asserts limit is number {
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > 10_000) {
+    throw new InvalidLockArgumentError('limit', limit, 'an integer from 1 to 10000');
   }
 }
 
@@ -60,4 +67,17 @@ export function assertTryLocksOptions(options: unknown): TryLocksOptions {
     throw new InvalidLockArgumentError('signal', signal, 'an AbortSignal');
   }
   return { waitMs, signal };
+}
+
+/** Throws unless `filter` is a valid `getGrants` filter (`name` a lock name, `appId` an app id). @internal */
+export function assertGrantFilter(filter: unknown): LockGrantFilter {
+  if (filter === null || typeof filter !== 'object') {
+    throw new InvalidLockArgumentError('filter', filter, 'an object { name?, appId? }');
+  }
+  const { name, appId } = filter as LockGrantFilter;
+  if (name !== undefined) assertLockName(name);
+  if (appId !== undefined && (typeof appId !== 'string' || !LOCK_NAME_PATTERN.test(appId))) {
+    throw new InvalidLockArgumentError('appId', appId, '1-200 characters of letters, digits and _ . : - /');
+  }
+  return { name, appId };
 }

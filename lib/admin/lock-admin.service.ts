@@ -1,0 +1,153 @@
+import { hostname } from 'node:os';
+import { Injectable } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { GrantNotFoundError, InvalidLockArgumentError, LockConfigurationError } from '../errors/index.js';
+import type {
+  ForcedRelease,
+  LockAdminOptions,
+  LockGrant,
+  LockGrantFilter,
+  LockLogEntry,
+  LockLogQuery,
+  LockMode,
+  LockPermitsEntry,
+  LockSchemaStatus,
+  LockWaiterInfo,
+} from '../interfaces/index.js';
+import { LOCK_MIGRATIONS } from '../migrations/index.js';
+import { PostgresLockAdminStore } from '../store/postgres-lock-admin.store.js';
+import { PostgresStatementRunner } from '../store/postgres-statement.runner.js';
+import {
+  assertGrantFilter,
+  assertLimit,
+  assertLockMode,
+  assertLockName,
+  assertPermits,
+  assertStamp,
+} from '../utils/lock-validation.util.js';
+import { resolveLockOptions } from '../utils/resolve-lock-options.util.js';
+
+/** Longest reason a forced release records. */
+const MAX_REASON_LENGTH = 500;
+
+/**
+ * What the people on call do to the locks of every instance: see the grants, the waiters, the log and the permits,
+ * change permits, and free a stuck grant. `LockModule` provides it (over its DataSource, acting as the module's
+ * `instance`); scripts and the command line make one with `LockAdminService.create(dataSource)`, without a Nest
+ * application.
+ *
+ * A forced release is the one way to free another instance's grant: it is explicit, needs a reason, and the log
+ * records who did it and why (status `FORCED`). Every method validates its input before touching the database and
+ * throws a typed `LockError` on failure.
+ * @publicApi
+ */
+@Injectable()
+export class LockAdminService {
+  /** @internal `LockModule` provides the service; outside Nest, use `LockAdminService.create`. */
+  constructor(
+    private readonly store: PostgresLockAdminStore,
+    /** Who acts: recorded as `endedBy` in the log of every forced release. */
+    readonly actor: string,
+  ) {}
+
+  /**
+   * An admin service over any initialized TypeORM DataSource (PostgreSQL) holding the lock tables, for scripts and the
+   * command line. Its statements use the DataSource's pool.
+   * @throws LockConfigurationError for a DataSource that is not PostgreSQL, or a bad option.
+   */
+  static create(dataSource: DataSource, options: LockAdminOptions = {}): LockAdminService {
+    const actor = options.actor ?? `${hostname()}:${process.pid}`;
+    if (typeof actor !== 'string' || actor.length < 1 || actor.length > 200) {
+      throw new LockConfigurationError(`LockAdminService option actor must be 1-200 characters (got ${String(actor)})`);
+    }
+    const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs: options.queryTimeoutMs });
+    return new LockAdminService(new PostgresLockAdminStore(new PostgresStatementRunner(dataSource, resolved), dataSource), actor);
+  }
+
+  /**
+   * Frees the live grant `stamp`, whatever instance holds it, and records in the log who did it (`actor`) and why
+   * (status `FORCED`). The waiters of its names are woken. Its holder learns it on its next lease renewal: its signal
+   * fires with `LockLostError` and `isHeld` turns false; `markBusinessDone` then throws `LockLostError` and
+   * `releaseLocks` throws `IllegalMonitorStateError`. Until that renewal the holder may still believe it holds the
+   * locks: free a grant whose holder is alive only when you know its work is stuck or harmless.
+   * @param reason why, recorded in the log: 1–500 characters.
+   * @returns what was freed.
+   * @throws InvalidLockArgumentError for a bad stamp or reason, before any database call.
+   * @throws GrantNotFoundError when no live grant has that stamp (nothing is changed).
+   */
+  async forceRelease(stamp: number, reason: string): Promise<ForcedRelease> {
+    assertStamp(stamp);
+    if (typeof reason !== 'string' || reason.trim().length === 0 || reason.length > MAX_REASON_LENGTH) {
+      throw new InvalidLockArgumentError('reason', reason, `a non-empty text of at most ${MAX_REASON_LENGTH} characters`);
+    }
+    const freed = await this.store.forceRelease(stamp, this.actor, reason);
+    if (!freed) throw new GrantNotFoundError(stamp);
+    return { stamp, ...freed, forcedBy: this.actor, reason };
+  }
+
+  /**
+   * The callers waiting for a group now (`tryLocks` with `waitMs`), of every instance, in waiting order.
+   * @param filter `name`: only those waiting for that lock name.
+   */
+  listWaiters(filter: { readonly name?: string } = {}): Promise<LockWaiterInfo[]> {
+    const { name } = assertGrantFilter(filter);
+    return this.store.listWaiters(name);
+  }
+
+  /**
+   * Every grant holding locks now, of every instance, oldest first.
+   * @param filter `name`: only grants holding that lock name; `appId`: only that instance's grants.
+   */
+  getGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
+    return this.store.listGrants(assertGrantFilter(filter));
+  }
+
+  /**
+   * The newest lock log rows, newest first (forced releases carry `endedBy` and `endReason`).
+   * @param options `limit` (1–10000, default 50), `since` (acquired or ended since), `name`, `stamp`.
+   */
+  getLog(options: LockLogQuery = {}): Promise<LockLogEntry[]> {
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidLockArgumentError('options', options, 'an object { limit?, since?, name?, stamp? }');
+    }
+    const { limit = 50, since, name, stamp } = options;
+    assertLimit(limit);
+    if (since !== undefined && !(since instanceof Date && Number.isFinite(since.getTime()))) {
+      throw new InvalidLockArgumentError('since', since, 'a valid Date');
+    }
+    if (name !== undefined) assertLockName(name);
+    if (stamp !== undefined) assertStamp(stamp);
+    return this.store.listLog({ limit, since, name, stamp });
+  }
+
+  /** Every row of the permits table (names without a row use the instances' `defaultPermits`). */
+  getPermits(): Promise<LockPermitsEntry[]> {
+    return this.store.loadPermits();
+  }
+
+  /**
+   * Writes the permits of one (name, mode), or deletes the row with `null` so that `defaultPermits` apply again.
+   * Grants everywhere obey it from the moment it commits; the instances' caches pick it up on their next refresh.
+   * @throws InvalidLockSpecError / InvalidLockArgumentError before any database call.
+   */
+  async setPermits(name: string, mode: LockMode, permits: number | null): Promise<void> {
+    assertLockName(name);
+    assertLockMode(mode);
+    if (permits !== null) assertPermits(permits);
+    await this.store.savePermits(name, mode, permits);
+  }
+
+  /**
+   * The lock migrations recorded as run in the DataSource's TypeORM migrations table, those of this library version
+   * (`LOCK_MIGRATIONS`) not run yet, and whether the lock tables exist.
+   */
+  async getSchemaStatus(): Promise<LockSchemaStatus> {
+    const { recorded, tablesPresent } = await this.store.schemaRows();
+    const ours = LOCK_MIGRATIONS.map((migration) => migration.name);
+    return {
+      applied: recorded.filter((name) => ours.includes(name)),
+      pending: ours.filter((name) => !recorded.includes(name)),
+      tablesPresent,
+    };
+  }
+}

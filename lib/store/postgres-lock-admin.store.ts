@@ -1,0 +1,136 @@
+import type { DataSource } from 'typeorm';
+import type {
+  LockGrant,
+  LockGrantFilter,
+  LockLogEntry,
+  LockLogQuery,
+  LockPermitsEntry,
+  LockRequest,
+  LockWaiterInfo,
+} from '../interfaces/index.js';
+import * as Admin from './postgres-lock-admin.queries.sql.js';
+import * as SQL from './postgres-lock.queries.sql.js';
+import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from './postgres-lock-rows.util.js';
+import type { PostgresStatementRunner } from './postgres-statement.runner.js';
+
+/** A grant freed by force, as the store reports it. @internal */
+export interface ForcedGrant {
+  readonly appId: string;
+  readonly instance: string;
+  readonly locks: LockRequest[];
+  readonly heldForMs: number;
+}
+
+/** What the migrations table and the catalog say of the lock schema. @internal */
+export interface SchemaRows {
+  /** Names recorded in the migrations table, in order (empty when the table does not exist). */
+  readonly recorded: string[];
+  readonly tablesPresent: boolean;
+}
+
+/**
+ * The statements that read or change every app's rows, bound to no `appId`: reports (grants, waiters, log, permits),
+ * permits changes, forced release and the schema's status. `PostgresLockStore` uses it for its reports, and
+ * `LockAdminService` for everything.
+ * @internal
+ */
+export class PostgresLockAdminStore {
+  constructor(
+    private readonly runner: PostgresStatementRunner,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  async listGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
+    const result = await this.runner.run<GrantRow>('getGrants', false, {
+      text: SQL.SELECT_GRANTS,
+      values: [filter.name ?? null, filter.appId ?? null],
+    });
+    return result.rows.map(toGrant);
+  }
+
+  async listLog(query: LockLogQuery & { limit: number }): Promise<LockLogEntry[]> {
+    const result = await this.runner.run<LogEntryRow>('getLog', false, {
+      text: SQL.SELECT_LOG,
+      values: [query.limit, query.since ?? null, query.name ?? null, query.stamp ?? null],
+    });
+    return result.rows.map(toLogEntry);
+  }
+
+  async listWaiters(name?: string): Promise<LockWaiterInfo[]> {
+    const result = await this.runner.run<{
+      waiter: string;
+      app_id: string;
+      lock_names: string[];
+      lock_modes: string[];
+      position: string;
+      waiting_for_ms: number;
+      expires_in_ms: number;
+    }>('listWaiters', false, { text: Admin.SELECT_WAITERS, values: [name ?? null] });
+    return result.rows.map((row) => ({
+      waiter: row.waiter,
+      appId: row.app_id,
+      locks: locksOf(row.lock_names, row.lock_modes),
+      waitingForMs: row.waiting_for_ms,
+      expiresInMs: row.expires_in_ms,
+      position: Number(row.position),
+    }));
+  }
+
+  async loadPermits(): Promise<LockPermitsEntry[]> {
+    const result = await this.runner.run<{ lock_name: string; mode: string; permits: number }>(
+      'refreshLockPermits',
+      false,
+      { text: SQL.SELECT_ALL_PERMITS },
+    );
+    return result.rows.map((row) => ({
+      name: row.lock_name,
+      mode: row.mode === 'W' ? 'write' : 'read',
+      permits: row.permits,
+    }));
+  }
+
+  async savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
+    await this.runner.run('setLockPermits', false, {
+      text: permits === null ? SQL.DELETE_PERMITS : SQL.UPSERT_PERMITS,
+      values: permits === null ? [name, SQL.MODE_CODE[mode]] : [name, SQL.MODE_CODE[mode], permits],
+    });
+  }
+
+  /** Frees the live grant `stamp` of any app, recording `actor` and `reason`; undefined when none is live. */
+  async forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined> {
+    const result = await this.runner.run<{
+      app_id: string;
+      instance: string;
+      lock_names: string[];
+      lock_modes: string[];
+      held_for_ms: number;
+    }>('forceRelease', false, { text: Admin.FORCE_RELEASE, values: [stamp, actor, reason] });
+    const row = result.rows[0];
+    return row
+      ? { appId: row.app_id, instance: row.instance, locks: locksOf(row.lock_names, row.lock_modes), heldForMs: row.held_for_ms }
+      : undefined;
+  }
+
+  /** The migrations recorded in the DataSource's migrations table, and whether the lock tables exist. */
+  async schemaRows(): Promise<SchemaRows> {
+    const table = this.migrationsTable();
+    const found = await this.runner.run<{ migrations_table: boolean; lock_tables: boolean }>('getSchemaStatus', false, {
+      text: Admin.SELECT_TABLES_PRESENT,
+      values: [table],
+    });
+    const { migrations_table: hasTable = false, lock_tables: tablesPresent = false } = found.rows[0] ?? {};
+    if (!hasTable) return { recorded: [], tablesPresent };
+    const names = await this.runner.run<{ name: string }>('getSchemaStatus', false, {
+      text: Admin.selectMigrationNames(table),
+    });
+    return { recorded: names.rows.map((row) => row.name), tablesPresent };
+  }
+
+  /** TypeORM's migrations table of the DataSource, quoted (with its schema when the DataSource names one). */
+  private migrationsTable(): string {
+    const options = this.dataSource.options as { migrationsTableName?: string; schema?: string };
+    const quote = (identifier: string) => `"${identifier.replaceAll('"', '""')}"`;
+    const table = quote(options.migrationsTableName ?? 'migrations');
+    return options.schema ? `${quote(options.schema)}.${table}` : table;
+  }
+}

@@ -1,0 +1,60 @@
+import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
+
+/** The columns of a `locking_log` row that every report reads. @internal */
+export interface LogRow {
+  stamp: string;
+  app_id: string;
+  instance: string;
+  lock_names: string[];
+  lock_modes: string[];
+  acquired: Date;
+}
+
+/** A row of `SELECT_GRANTS`. @internal */
+export type GrantRow = LogRow & { held_for_ms: number; lease_left_ms: number };
+
+/** A row of `SELECT_LOG`. @internal */
+export type LogEntryRow = LogRow & {
+  status: LockLogStatus;
+  business_done: Date | null;
+  ended: Date | null;
+  ended_by: string | null;
+  end_reason: string | null;
+};
+
+/** The group of a row: names and their modes ('R'/'W'), aligned. @internal */
+export function locksOf(names: readonly string[], modes: readonly string[]): LockRequest[] {
+  return names.map((name, i) => ({ name, mode: modes[i] === 'W' ? 'write' : 'read' }));
+}
+
+function logFields(row: LogRow) {
+  return {
+    stamp: Number(row.stamp),
+    appId: row.app_id,
+    instance: row.instance,
+    locks: locksOf(row.lock_names, row.lock_modes),
+    acquiredAt: row.acquired,
+  };
+}
+
+/** A grant in the library's vocabulary. @internal */
+export function toGrant(row: GrantRow): LockGrant {
+  return {
+    ...logFields(row),
+    heldForMs: row.held_for_ms,
+    leaseLeftMs: row.lease_left_ms,
+    fencingToken: Number(row.stamp),
+  };
+}
+
+/** A log entry in the library's vocabulary (`endedBy` and `endReason` only when recorded). @internal */
+export function toLogEntry(row: LogEntryRow): LockLogEntry {
+  return {
+    ...logFields(row),
+    status: row.status,
+    businessDoneAt: row.business_done,
+    endedAt: row.ended,
+    ...(row.ended_by === null ? {} : { endedBy: row.ended_by }),
+    ...(row.end_reason === null ? {} : { endReason: row.end_reason }),
+  };
+}

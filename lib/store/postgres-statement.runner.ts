@@ -1,0 +1,139 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import type { DataSource } from 'typeorm';
+import { LockConfigurationError } from '../errors/index.js';
+import type { LockRetryOptions } from '../interfaces/index.js';
+import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
+import type { SessionLane } from './session-lane.util.js';
+
+/** Smallest pool the library works with: two kept sessions, and statements beside them. */
+const MIN_POOL_SIZE = 3;
+
+/** What a runner needs of the options. @internal */
+export interface StatementRunnerOptions {
+  readonly retry: Required<LockRetryOptions>;
+  readonly queryTimeoutMs: number;
+}
+
+/** A statement to run, optionally on a session lane. @internal */
+export type LockStatement = QueryConfig & { lane?: SessionLane };
+
+/**
+ * Runs the lock statements on a TypeORM DataSource's own `pg` pool: retries, client-side timeouts, and the mapping of
+ * driver errors to `LockError`s. Shared by the instance's store and the admin store.
+ * @internal
+ */
+export class PostgresStatementRunner {
+  private retryCount = 0;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly options: StatementRunnerOptions,
+  ) {
+    if (dataSource.options.type !== 'postgres') {
+      throw new LockConfigurationError(
+        `nestjs-db-locks needs a PostgreSQL DataSource; "${String(dataSource.options.type)}" is not supported`,
+      );
+    }
+  }
+
+  /** Round trips repeated after a transient failure since start. */
+  get retries(): number {
+    return this.retryCount;
+  }
+
+  /** Counts one retry made by a caller (a session opened again). */
+  countRetry(): void {
+    this.retryCount++;
+  }
+
+  /**
+   * Runs one statement (on `lane` when given and idle, else on the pool), retrying what is safe to retry with
+   * exponential backoff and full jitter: a statement the server rolled back (serialization failure, deadlock, lock
+   * timeout), and a connection that could not be had (nothing was sent: the server may be restarting). A connection
+   * lost after the statement was sent is never retried: the statement may have committed (`outcomeUnknown` for a
+   * statement that grants). Every statement times out on the client after `queryTimeoutMs`; its connection is then
+   * destroyed, since the statement may still run on it.
+   */
+  async run<R extends QueryResultRow = QueryResultRow>(
+    operation: string,
+    grants: boolean,
+    { lane, ...query }: LockStatement,
+  ): Promise<QueryResult<R>> {
+    const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
+    const timed = { ...query, query_timeout: this.options.queryTimeoutMs };
+    for (let attempt = 1; ; attempt++) {
+      let sent = false;
+      try {
+        return await this.send<R>(lane, timed, () => (sent = true));
+      } catch (error) {
+        const retry = isTransientDriverError(error) || (!sent && isConnectionFailure(error));
+        if (!retry || attempt >= maxAttempts) throw toLockError(error, operation, grants && sent);
+        this.retryCount++;
+        await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  /**
+   * A connection of its own, out of the DataSource's pool, for a session that outlives one statement (the instance
+   * lock, and the LISTEN connection once something waits). Two such sessions plus the statements need a pool of at
+   * least `MIN_POOL_SIZE`; a smaller one would end in statements waiting forever for a connection.
+   */
+  async connect(operation: string): Promise<PoolClient> {
+    const pool = this.pool();
+    const max = (pool.options as { max?: number }).max ?? 10;
+    if (max < MIN_POOL_SIZE) {
+      throw new LockConfigurationError(
+        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
+          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource`,
+      );
+    }
+    try {
+      return await pool.connect();
+    } catch (error) {
+      throw toLockError(error, operation, false);
+    }
+  }
+
+  /** Sends `query` on the lane's connection when it is free, else on a pool connection; `onSent` once it is sent. */
+  private async send<R extends QueryResultRow>(
+    lane: SessionLane | undefined,
+    query: QueryConfig & { query_timeout: number },
+    onSent: () => void,
+  ): Promise<QueryResult<R>> {
+    const pool = this.pool();
+    const borrowed = lane?.borrow();
+    const client = borrowed ?? (await pool.connect());
+    // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
+    // (shutdown, terminated backend) would emit an 'error' nobody handles, which crashes the process.
+    if (!borrowed) client.on('error', ignore);
+    onSent();
+    let failure: unknown;
+    try {
+      return await client.query<R>(query);
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      const broken = failure !== undefined && isConnectionFailure(failure);
+      if (borrowed) lane!.giveBack(borrowed, broken);
+      else {
+        client.off('error', ignore);
+        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled.
+        client.release(broken);
+      }
+    }
+  }
+
+  private pool(): Pool {
+    const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
+    if (!this.dataSource.isInitialized || !pool) {
+      throw new LockConfigurationError('The lock DataSource is not initialized (or was destroyed)');
+    }
+    return pool;
+  }
+}
+
+/** The listener of a connection's errors that its statement reports anyway. */
+function ignore(): void {}
