@@ -1,4 +1,10 @@
-import { InvalidLockArgumentError, InvalidLockSpecError, LockError, LockTablesMissingError } from '../errors/index.js';
+import {
+  GrantNotFoundError,
+  InvalidLockArgumentError,
+  InvalidLockSpecError,
+  LockError,
+  LockTablesMissingError,
+} from '../errors/index.js';
 
 /**
  * The exit codes of `nestjs-db-locks` (documented in the README's "Command line" section).
@@ -61,7 +67,7 @@ export function toCliError(error: unknown, where: string): CliError {
   if (error instanceof LockTablesMissingError) {
     return new CliError(`the lock tables are missing in ${where}: run \`nestjs-db-locks migrate\``, EXIT.database);
   }
-  if (error instanceof LockError && error.name === 'GrantNotFoundError') {
+  if (error instanceof GrantNotFoundError) {
     return new CliError(firstLine(error.message), EXIT.answer);
   }
   if (error instanceof LockError) return new CliError(firstLine(error.message), EXIT.database);

@@ -213,7 +213,7 @@ describe('nestjs-db-locks usage and connection errors', () => {
       expect(run.stderr).toMatch(/^nestjs-db-locks: database 127\.0\.0\.1:\d+\/nothing unreachable or failed/);
       expect(run.stderr).not.toContain('secret');
       expectOneLine(run);
-      expect(run.ms).toBeLessThan(5000);
+      expect(run.ms).toBeLessThan(8000); // no retry loop: node start-up plus one refused connect
     }
   });
 
