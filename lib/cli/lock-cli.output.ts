@@ -72,15 +72,6 @@ export function locksText(locks: readonly LockRequest[]): string {
   return locks.map((lock) => `${lock.name} ${lock.mode === 'write' ? 'W' : 'R'}`).join(', ');
 }
 
-/** A value of unknown shape in one cell: text as is, objects as compact JSON. @internal */
-export function anyText(value: unknown): string {
-  if (value === null || value === undefined) return '-';
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
-  if (value instanceof Date) return timestamp(value);
-  return JSON.stringify(value);
-}
-
 /** Prints `value` as indented JSON: the whole stdout of a `--json` run. @internal */
 export function printJson(output: CliOutput, value: unknown): void {
   output.out(`${JSON.stringify(value, null, 2)}\n`);

@@ -1,11 +1,5 @@
-import type { LockAdminService } from '../admin/lock-admin.service.js';
-import type { LockGrant, LockLogEntry } from '../interfaces/index.js';
-import { anyText, type Column, duration, locksText, timestamp } from './lock-cli.output.js';
-
-/** A waiter as `LockAdminService.listWaiters()` reports it. */
-type Waiter = Awaited<ReturnType<LockAdminService['listWaiters']>>[number];
-/** A permits row as `LockAdminService.getPermits()` reports it. */
-type PermitsRow = Awaited<ReturnType<LockAdminService['getPermits']>>[number];
+import type { LockGrant, LockLogEntry, LockPermitsEntry, LockWaiterInfo } from '../interfaces/index.js';
+import { type Column, duration, locksText, timestamp } from './lock-cli.output.js';
 
 /** The columns of the grants table. @internal */
 export const GRANT_COLUMNS: ReadonlyArray<Column<LockGrant>> = [
@@ -18,17 +12,17 @@ export const GRANT_COLUMNS: ReadonlyArray<Column<LockGrant>> = [
 ];
 
 /** The columns of the waiters table. @internal */
-export const WAITER_COLUMNS: ReadonlyArray<Column<Waiter>> = [
-  { heading: 'waiter', cell: (w) => anyText(w.waiter) },
+export const WAITER_COLUMNS: ReadonlyArray<Column<LockWaiterInfo>> = [
+  { heading: 'position', cell: (w) => String(w.position), right: true },
   { heading: 'app', cell: (w) => w.appId },
   { heading: 'locks', cell: (w) => locksText(w.locks) },
-  { heading: 'position', cell: (w) => anyText(w.position), right: true },
   { heading: 'waiting for', cell: (w) => duration(w.waitingForMs), right: true },
   { heading: 'expires in', cell: (w) => duration(w.expiresInMs), right: true },
+  { heading: 'waiter', cell: (w) => w.waiter },
 ];
 
 /** The columns of the permits table. @internal */
-export const PERMITS_COLUMNS: ReadonlyArray<Column<PermitsRow>> = [
+export const PERMITS_COLUMNS: ReadonlyArray<Column<LockPermitsEntry>> = [
   { heading: 'name', cell: (p) => p.name },
   { heading: 'mode', cell: (p) => p.mode },
   { heading: 'permits', cell: (p) => String(p.permits), right: true },
@@ -42,6 +36,6 @@ export const LOG_COLUMNS: ReadonlyArray<Column<LockLogEntry>> = [
   { heading: 'status', cell: (e) => e.status },
   { heading: 'acquired', cell: (e) => timestamp(e.acquiredAt) },
   { heading: 'ended', cell: (e) => timestamp(e.endedAt) },
-  { heading: 'ended by', cell: (e) => anyText(e.endedBy) },
-  { heading: 'reason', cell: (e) => anyText(e.endReason) },
+  { heading: 'ended by', cell: (e) => e.endedBy ?? '-' },
+  { heading: 'reason', cell: (e) => e.endReason ?? '-' },
 ];

@@ -96,7 +96,7 @@ describe('nestjs-db-locks against live instances', () => {
     }, 15_000);
     expect(listed).toEqual([expect.objectContaining({ appId: 'cli-waiter', locks: [{ name: 'CLI_WAIT', mode: 'write' }] })]);
     const text = await runCli(['status', '--name', 'CLI_WAIT'], env);
-    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*WAITER\s+APP\s+LOCKS.*\n.*cli-waiter\s+CLI_WAIT W/);
+    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*POSITION\s+APP\s+LOCKS\s+WAITING FOR\s+EXPIRES IN\s+WAITER\n\s*\d+\s+cli-waiter\s+CLI_WAIT W\s/);
     await holder.locks.releaseLocks(stamp);
     const next = await waiting;
     expect(next).toBeGreaterThan(0);
