@@ -6,6 +6,7 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-db-locks$': '<rootDir>/lib/index.ts',
+    '^nestjs-db-locks/terminus$': '<rootDir>/lib/health/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

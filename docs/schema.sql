@@ -29,6 +29,8 @@ CREATE TABLE locking_log (
   business_done timestamp with time zone,
   ended timestamp with time zone,
   version integer NOT NULL DEFAULT 1,
+  ended_by character varying(200),
+  end_reason character varying(500),
   CONSTRAINT locking_log_pkey PRIMARY KEY (stamp)
 );
 ALTER TABLE locking_log SET (fillfactor=80, autovacuum_vacuum_scale_factor=0.05, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_cost_delay=0);
@@ -50,9 +52,31 @@ CREATE TABLE locking_waiters (
   app_id character varying(200) NOT NULL,
   expires timestamp with time zone NOT NULL,
   seq bigint NOT NULL DEFAULT nextval('locking_waiter_seq'::regclass),
+  registered timestamp with time zone NOT NULL DEFAULT now(),
   CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
 );
 CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
+
+CREATE OR REPLACE FUNCTION public.locking_force_release(p_stamp bigint, p_actor text, p_reason text)
+ RETURNS TABLE(app_id text, instance text, lock_names text[], lock_modes text[], held_for_ms double precision)
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_log locking_log%ROWTYPE;
+   BEGIN
+     UPDATE locking_log l SET status = 'FORCED', ended = now(), ended_by = p_actor, end_reason = p_reason,
+            version = l.version + 1
+      WHERE l.stamp = p_stamp AND l.status IN ('ACQUIRED', 'BUSINESS_DONE')
+     RETURNING l.* INTO v_log;
+     IF NOT FOUND THEN
+       RETURN;
+     END IF;
+     DELETE FROM locking k WHERE k.stamp = p_stamp;
+     PERFORM locking_notify_freed(v_log.lock_names::text[]);
+     RETURN QUERY SELECT v_log.app_id::text, v_log.instance::text, v_log.lock_names::text[], v_log.lock_modes::text[],
+       (extract(epoch FROM v_log.ended - v_log.acquired) * 1000)::float8;
+   END
+   $function$;
 
 CREATE OR REPLACE FUNCTION public.locking_notify_freed(p_names text[])
  RETURNS void

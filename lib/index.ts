@@ -31,6 +31,7 @@ export type {
   LockLogQuery,
   LockPermitsEntry,
   LockSchemaStatus,
+  LockHealth,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export {

@@ -13,6 +13,7 @@ import {
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
 import { InstanceLock } from './services/instance-lock.service.js';
+import { LockHealthCheck } from './services/lock-health.service.js';
 import { LockLeases } from './services/lock-leases.service.js';
 import { LockPermitsCache } from './services/lock-permits-cache.service.js';
 import { LockNotifications } from './services/lock-notifications.service.js';
@@ -46,6 +47,7 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
     InstanceLock,
     LockReaper,
     LockNotifications,
+    LockHealthCheck,
     LockService,
     LockTasksRegistrar,
     LockExplorer,

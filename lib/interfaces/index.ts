@@ -13,3 +13,4 @@ export type {
   LockPermitsEntry,
   LockSchemaStatus,
 } from './lock-admin.interface.js';
+export type { LockHealth } from './lock-health.interface.js';

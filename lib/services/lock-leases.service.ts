@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
-import { LockStore } from '../store/lock.store.js';
+import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 
 /** One grant this process holds. */
@@ -35,6 +35,8 @@ export class LockLeases implements OnModuleDestroy {
   private readonly releasing = new Set<number>();
   private watchdog?: NodeJS.Timeout;
   private watchdogAt = Infinity;
+  /** When the first of the renewals failing since the last success was sent (monotonic clock); none failing: undefined. */
+  private failingSince?: number;
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -97,12 +99,33 @@ export class LockLeases implements OnModuleDestroy {
     for (const stamp of [...this.held.keys()]) this.lose(stamp, reason);
   }
 
+  /** How many grants this process holds, as far as it knows. */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** For how long renewals have been failing (0 while they succeed, or when there is nothing to renew). */
+  renewalFailingForMs(): number {
+    return this.failingSince === undefined ? 0 : LockLeases.now() - this.failingSince;
+  }
+
   /** Extends every lease in one statement; grants that are gone are lost. */
   async renew(): Promise<void> {
     const stamps = [...this.held.keys()];
-    if (stamps.length === 0) return;
+    if (stamps.length === 0) {
+      this.failingSince = undefined; // nothing to renew: nothing fails
+      return;
+    }
     const sentAt = LockLeases.now();
-    const { renewed, live } = await this.store.renew(stamps);
+    let outcome: RenewOutcome;
+    try {
+      outcome = await this.store.renew(stamps);
+    } catch (error) {
+      this.failingSince ??= sentAt;
+      throw error;
+    }
+    this.failingSince = undefined;
+    const { renewed, live } = outcome;
     for (const stamp of stamps) {
       const grant = this.held.get(stamp);
       // A stamp released (or lost) while the renewal was in flight is no longer tracked, or is being released: a

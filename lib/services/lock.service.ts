@@ -16,6 +16,7 @@ import {
 import type {
   LockGrant,
   LockGrantFilter,
+  LockHealth,
   LockRequest,
   LockLogEntry,
   LockMode,
@@ -41,6 +42,7 @@ import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
+import { LockHealthCheck } from './lock-health.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
@@ -85,6 +87,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly reaper: LockReaper,
     private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly health: LockHealthCheck,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -277,11 +280,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     return this.reaper.reapStale();
   }
 
-  /**
-   * Every grant holding locks now, across all instances (for dashboards), oldest first.
-   * @param filter `name`: only grants holding that lock name; `appId`: only that instance's grants.
-   * @throws InvalidLockSpecError / InvalidLockArgumentError for a bad filter, before any database call.
-   */
+  /** Every grant holding locks now, across all instances (for dashboards), oldest first; `filter` narrows it. */
   getGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
     return this.store.listGrants(assertGrantFilter(filter));
   }
@@ -341,6 +340,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
     return runLocked(this.holder, locked);
+  }
+
+  /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */
+  getHealth(): Promise<LockHealth> {
+    return this.health.check(this.waits.size);
   }
 
   /** Counters since start, for metrics and benchmarks. */

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { LOCK_ENTITIES, LOCK_MIGRATIONS, type LockService } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService, type LockService } from 'nestjs-db-locks';
 import { createLockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -32,6 +32,16 @@ async function releaseTakesLogRowFirst(db: TestDatabase): Promise<boolean> {
 async function waiterOrder(db: TestDatabase): Promise<boolean> {
   const rows = await db.query(`SELECT 1 FROM pg_attribute WHERE attrelid = 'locking_waiters'::regclass AND attname = 'seq'`);
   return rows.length === 1;
+}
+
+/** Whether forced release is installed (the fifth migration): its function and the log's audit columns. */
+async function forcedRelease(db: TestDatabase): Promise<boolean> {
+  const fn = await db.query(`SELECT 1 FROM pg_proc WHERE proname = 'locking_force_release'`);
+  const columns = await db.query(
+    `SELECT 1 FROM pg_attribute WHERE attrelid = 'locking_log'::regclass AND attname IN ('ended_by', 'end_reason')
+        AND NOT attisdropped`,
+  );
+  return fn.length === 1 && columns.length === 2;
 }
 
 /** Grant, refuse, release and grant again: what every version of the functions must do. */
@@ -74,8 +84,20 @@ describe('shipped migrations', () => {
     expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);
+    expect(await forcedRelease(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
     await exerciseEngine(app.locks);
+    const forced = await app.locks.tryLocks(['F_WRITE']);
+    await LockAdminService.create(dataSource, { actor: 'ops' }).forceRelease(forced, 'stuck');
+    await app.close();
+
+    await dataSource.undoLastMigration(); // forced release: a FORCED row becomes REAPED, the audit columns go
+    expect(await forcedRelease(db)).toBe(false);
+    expect(await db.query('SELECT status FROM locking_log WHERE stamp = $1', [forced])).toEqual([{ status: 'REAPED' }]);
+    expect(await waiterOrder(db)).toBe(true);
+    app = await createLockApp(db.url, { appId: 'fourth' });
+    await exerciseEngine(app.locks);
+    expect((await app.locks.getLog()).find((entry) => entry.stamp === forced)).toMatchObject({ status: 'REAPED' });
     await app.close();
 
     await dataSource.undoLastMigration(); // the ordered waiters
@@ -99,9 +121,10 @@ describe('shipped migrations', () => {
     await exerciseEngine(app.locks);
     await app.close();
 
-    expect((await dataSource.runMigrations()).length).toBe(3);
+    expect((await dataSource.runMigrations()).length).toBe(4);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);
+    expect(await forcedRelease(db)).toBe(true);
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);
     await app.close();

@@ -67,7 +67,7 @@ writeFileSync(
     dependencies: Object.fromEntries([
       ['nestjs-db-locks', `file:${tarball}`],
       ['@types/node', versionOf('@types/node')],
-      ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
+      ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/schedule', '@nestjs/terminus', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
         (name) => [name, versionOf(name)],
       ),
     ]),
@@ -92,8 +92,10 @@ const mainSource = (appId) => `import 'reflect-metadata';
 import { Controller, Get, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
+import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_MIGRATIONS, LockModule, LockService, WithLocks, type LockSpec } from 'nestjs-db-locks';
+import { LockHealthIndicator } from 'nestjs-db-locks/terminus';
 
 @Controller('ws1')
 class Ws1Controller {
@@ -104,13 +106,26 @@ class Ws1Controller {
   }
 }
 
+@Controller('health')
+class HealthController {
+  constructor(private readonly health: HealthCheckService, private readonly locks: LockHealthIndicator) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.locks.isHealthy('locks')]);
+  }
+}
+
 @Module({
   imports: [
     TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...LOCK_MIGRATIONS], migrationsRun: true }),
     ScheduleModule.forRoot(),
     LockModule.forRoot({ appId: '${appId}' }),
+    TerminusModule,
   ],
-  controllers: [Ws1Controller],
+  controllers: [Ws1Controller, HealthController],
+  providers: [LockHealthIndicator],
 })
 class AppModule {}
 
@@ -125,13 +140,18 @@ async function main(): Promise<void> {
   const whileHeld = await fetch(url);
   await locks.releaseLocks(stamp);
   const afterRelease = await fetch(url);
+  const health = await fetch(url.replace('/ws1', '/health'));
+  const healthBody = (await health.json()) as { info?: { locks?: { status?: string } } };
   await app.close();
+  if (health.status !== 200 || healthBody.info?.locks?.status !== 'up') {
+    throw new Error('unexpected health: ' + health.status + ' ' + JSON.stringify(healthBody));
+  }
   if (!(stamp > 0) || second !== 0) throw new Error('unexpected grants: ' + stamp + ', ' + second);
   if (whileHeld.status !== 423 || afterRelease.status !== 200) {
     throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
   }
   const format = typeof require === 'function' && typeof module === 'object' ? 'CommonJS' : 'ES module';
-  console.log('consumer ok (' + format + ', ' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + ', Node.js ' + process.version + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release');
+  console.log('consumer ok (' + format + ', ' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + ', Node.js ' + process.version + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release, /health up through nestjs-db-locks/terminus');
 }
 
 main().catch((error: unknown) => {

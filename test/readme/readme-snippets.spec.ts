@@ -64,7 +64,7 @@ function compile(): Map<string, string[]> {
       skipLibCheck: true,
       noEmit: true,
       baseUrl: root,
-      paths: { 'nestjs-db-locks': ['./lib/index.ts'] },
+      paths: { 'nestjs-db-locks': ['./lib/index.ts'], 'nestjs-db-locks/terminus': ['./lib/health/index.ts'] },
     },
   );
   const snippetOf = new Map(snippets.map((snippet) => [resolve(fileOf(snippet)), snippet]));

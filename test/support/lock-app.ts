@@ -79,3 +79,21 @@ export function useTwoInstances(): TwoInstances {
     },
   };
 }
+
+/**
+ * The applications a test file starts: `start` opens one through `open` and remembers it, `closeAll` (for an
+ * `afterEach`) closes every one started since.
+ */
+export function trackApps<A extends { close(): Promise<void> }, P extends unknown[]>(open: (...args: P) => Promise<A>) {
+  const apps: A[] = [];
+  return {
+    async start(...args: P): Promise<A> {
+      const app = await open(...args);
+      apps.push(app);
+      return app;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+    },
+  };
+}

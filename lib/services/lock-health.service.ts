@@ -1,0 +1,90 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LockAdminService } from '../admin/lock-admin.service.js';
+import type { LockHealth, LockSchemaStatus } from '../interfaces/index.js';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { InstanceLock } from './instance-lock.service.js';
+import { LockLeases } from './lock-leases.service.js';
+
+/** The probe's answer: the schema's status, or why the database did not give it. */
+type Probe = { readonly status: LockSchemaStatus } | { readonly failure: string };
+
+/**
+ * The health of this instance (`LockService.getHealth()`): it is down when it does not hold its app id, when the
+ * database does not answer a probe in time, when the lock schema is missing or behind this library version, or when
+ * lease renewals have been failing for more than half a lease (its grants are about to be reported lost).
+ * @internal
+ */
+@Injectable()
+export class LockHealthCheck {
+  constructor(
+    private readonly instanceLock: InstanceLock,
+    private readonly leases: LockLeases,
+    private readonly admin: LockAdminService,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+  ) {}
+
+  /** Checks now; `waiters` is the number of waits under way in the service. Never rejects, never hangs. */
+  async check(waiters: number): Promise<LockHealth> {
+    const { appId, leaseMs, queryTimeoutMs } = this.options;
+    const problems: string[] = [];
+    const fenced = this.instanceLock.fencedBy;
+    const appIdHeld = this.instanceLock.held;
+    if (fenced) {
+      problems.push(`${fenced.message} This instance grants nothing more: restart it with an appId of its own.`);
+    } else if (!appIdHeld) {
+      problems.push(
+        `The instance does not hold its app id "${appId}" (its session broke): it grants nothing until it takes it ` +
+          'back, which it does on its next renewal once the database answers.',
+      );
+    }
+    const probe = await this.probe(queryTimeoutMs);
+    const schema = 'status' in probe ? schemaOf(probe.status) : 'unknown';
+    if ('failure' in probe) problems.push(`The database did not answer the health probe: ${probe.failure}`);
+    else if (schema === 'missing') problems.push('The lock tables are missing: run LOCK_MIGRATIONS on the database.');
+    else if (schema === 'outdated') {
+      problems.push(`Lock migrations not run on the database: ${probe.status.pending.join(', ')}; run LOCK_MIGRATIONS.`);
+    }
+    const renewalFailingForMs = this.leases.renewalFailingForMs();
+    if (renewalFailingForMs > leaseMs / 2) {
+      problems.push(
+        `Lease renewals have failed for ${Math.round(renewalFailingForMs)} ms, more than half the lease ` +
+          `(${leaseMs} ms): the grants of this instance will be reported lost at the end of their lease.`,
+      );
+    }
+    return {
+      healthy: problems.length === 0,
+      appId,
+      appIdHeld,
+      fenced: fenced !== undefined,
+      database: 'failure' in probe ? 'unreachable' : 'reachable',
+      schema,
+      renewalFailingForMs,
+      grantsHeld: this.leases.size,
+      waiters,
+      problems,
+    };
+  }
+
+  /** Reads the schema's status, giving up after `timeoutMs` (a connection that cannot be had is never awaited). */
+  private async probe(timeoutMs: number): Promise<Probe> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<Probe>((resolve) => {
+      timer = setTimeout(() => resolve({ failure: `no answer within ${timeoutMs} ms` }), timeoutMs);
+    });
+    const asked = this.admin.getSchemaStatus().then(
+      (status): Probe => ({ status }),
+      (error: unknown): Probe => ({ failure: error instanceof Error ? error.message : String(error) }),
+    );
+    try {
+      return await Promise.race([asked, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function schemaOf(status: LockSchemaStatus): LockHealth['schema'] {
+  if (!status.tablesPresent) return 'missing';
+  return status.pending.length > 0 ? 'outdated' : 'current';
+}
