@@ -2,7 +2,8 @@
 // application with TypeScript against the published type declarations, and runs it twice: as an ES module
 // (`"type": "module"`, `import`) and as a CommonJS application (`require()` of the ES module, which Node.js allows
 // from 20.19 and 22.12 on). LockModule.forRoot and LockService.tryLocks must work through `'nestjs-db-locks'` in
-// both, exactly as a user gets them.
+// both, exactly as a user gets them. The package's command line must run from the installed package too
+// (`npx nestjs-db-locks --version`, then `migrate --check` and `status --json` against the database).
 // Options:
 //   --oldest-peers  the oldest versions the peer ranges allow (Nest 11, @nestjs/schedule 6, TypeORM 0.3) instead of
 //                   the versions this repository develops with;
@@ -180,6 +181,11 @@ console.log(
     (engineStrict ? ' (installed with --engine-strict)' : ''),
 );
 
+// The command line of the installed package, through npx as a user runs it (no download: it is installed).
+const cliVersion = run('npx', ['--no-install', 'nestjs-db-locks', '--version'], app).trim();
+if (cliVersion !== own.version) throw new Error(`npx nestjs-db-locks --version printed ${cliVersion}, expected ${own.version}`);
+console.log(`npx nestjs-db-locks --version: ${cliVersion}`);
+
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
 const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
 const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server?.url };
@@ -189,6 +195,12 @@ try {
     process.stdout.write(out);
     if (!out.includes(`consumer ok (${format},`)) throw new Error(`the ${format} application did not report success`);
   }
+  // The applications ran the migrations: the command line finds none pending (exit code 0) and reads the tables.
+  const cliEnv = { ...toolEnv, DATABASE_URL: env.DATABASE_URL };
+  process.stdout.write(run('npx', ['--no-install', 'nestjs-db-locks', 'migrate', '--check'], app, cliEnv));
+  const status = JSON.parse(run('npx', ['--no-install', 'nestjs-db-locks', 'status', '--json'], app, cliEnv));
+  if (!Array.isArray(status.grants) || !Array.isArray(status.log)) throw new Error('nestjs-db-locks status --json: unexpected output');
+  console.log(`npx nestjs-db-locks status --json: ${status.grants.length} grants, ${status.log.length} log rows`);
 } finally {
   await server?.stop();
   rmSync(work, { recursive: true, force: true });

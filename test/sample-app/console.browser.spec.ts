@@ -1,7 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { LockLostError } from 'nestjs-db-locks';
 import type { Page } from 'playwright-core';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
 import { CHROMIUM_PATH, chromiumAvailable, type HeadlessChromium, launchChromium } from './support/chromium.js';
 import { call, type SampleInstance, startSampleInstance } from './support/sample-instance.js';
 
@@ -20,6 +23,8 @@ if (!chromiumAvailable) {
 (chromiumAvailable ? describe : describe.skip)('lock console in a real browser (headless Chromium)', () => {
   let db: TestDatabase;
   let app: SampleInstance;
+  /** Another instance on the same database, whose grants the console frees. */
+  let holder: LockApp | undefined;
   let browser: HeadlessChromium;
   let page: Page;
   const pageErrors: string[] = [];
@@ -38,6 +43,7 @@ if (!chromiumAvailable) {
   });
   afterAll(async () => {
     await browser?.close();
+    await holder?.close();
     await app?.close();
     await db?.drop();
   });
@@ -113,6 +119,54 @@ if (!chromiumAvailable) {
     await page.locator('#permits-value').evaluate((input, value) => input.setAttribute('min', value), '0');
     await page.getByRole('button', { name: 'Save permits' }).click();
     await page.locator('#permits-status.error', { hasText: 'refused' }).waitFor({ timeout: 3000 });
+  });
+
+  it("force-releases another instance's grant with a reason: it leaves the table, the log says FORCED and why", async () => {
+    // Renews often, so that it learns of the forced release within a fraction of a second.
+    holder = await createLockApp(db.url, { appId: 'console-holder', leaseMs: 60_000, renewIntervalMs: 200 });
+    const stamp = await holder.locks.tryLocks(['STUCK_WRITE', 'WS2_READ']);
+    const signal = holder.locks.getSignal(stamp);
+    const grant = page.locator(`#grants-body tr[data-stamp="${stamp}"]`);
+    await grant.first().waitFor({ timeout: 3000 });
+    expect(await grant.count()).toBe(2); // one row per lock, one button per grant
+    await grant.locator('button[data-release]').click();
+    expect(await page.locator('#release-stamp').textContent()).toBe(String(stamp));
+
+    await page.getByRole('button', { name: 'Release with this reason' }).click(); // no reason yet: refused
+    await page.locator('#release-status.error', { hasText: 'reason is required' }).waitFor({ timeout: 3000 });
+    expect(signal.aborted).toBe(false);
+
+    await page.locator('#release-reason').fill('stuck in the browser test');
+    await page.getByRole('button', { name: 'Release with this reason' }).click();
+    await page.locator('#release-status.ok', { hasText: `released stamp ${stamp} of console-holder` }).waitFor({ timeout: 3000 });
+    await grant.first().waitFor({ state: 'detached', timeout: 3000 });
+    const logged = page.locator(`#log-body tr[data-stamp="${stamp}"] td`);
+    await logged.nth(3).filter({ hasText: 'FORCED' }).waitFor({ timeout: 3000 });
+    expect(await logged.nth(7).textContent()).toMatch(/: stuck in the browser test$/);
+    await until(() => signal.aborted, 5000);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+
+    // The endpoint itself: 404 for a grant no longer live, 400 without a reason or with a bad stamp.
+    const again = await call<{ message: string }>(`${app.baseUrl}/api/grants/${stamp}/release`, { reason: 'again' });
+    expect(again.status).toBe(404);
+    expect((await call(`${app.baseUrl}/api/grants/${stamp}/release`, {})).status).toBe(400);
+    expect((await call(`${app.baseUrl}/api/grants/x1/release`, { reason: 'r' })).status).toBe(400);
+  });
+
+  it('lists a waiter while tryLocks waits, and drops it once it holds the locks', async () => {
+    const stamp = await holder!.locks.tryLocks(['QUEUE_WRITE']);
+    const waiting = app.locks.tryLocks(['QUEUE_WRITE'], { waitMs: 30_000 });
+    const waiter = page.locator('#waiters-body tr[data-app="console-1"]');
+    await waiter.waitFor({ timeout: 5000 });
+    const cells = await waiter.locator('td').allTextContents();
+    expect(cells.slice(1, 3)).toEqual(['console-1', 'QUEUE W']);
+    expect(cells[0]).toMatch(/^\d+$/); // its place in the waiting order
+    expect(await page.locator('#waiters-count').textContent()).toBe('1');
+    await holder!.locks.releaseLocks(stamp);
+    const granted = await waiting;
+    expect(granted).toBeGreaterThan(0);
+    await waiter.waitFor({ state: 'detached', timeout: 3000 });
+    await app.locks.releaseLocks(granted);
   });
 
   it('ran without a script error', () => {

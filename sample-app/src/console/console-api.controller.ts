@@ -5,19 +5,26 @@ import {
   DefaultValuePipe,
   Get,
   HttpCode,
+  NotFoundException,
+  Param,
   ParseIntPipe,
   Post,
   Query,
 } from '@nestjs/common';
 import {
+  type ForcedRelease,
+  GrantNotFoundError,
   InvalidLockArgumentError,
   InvalidLockSpecError,
+  LockAdminService,
   type LockGrant,
   type LockLogEntry,
   LockService,
+  type LockWaiterInfo,
 } from 'nestjs-db-locks';
 import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
 import { type ConsoleState, ConsoleStateService, type PermitsView } from './console-state.service.js';
+import { parseForceReleaseInput } from './force-release-input.util.js';
 import { parsePermitsInput } from './permits-input.util.js';
 
 /** The lock console's JSON API (documented in `sample-app/README.md`). */
@@ -26,6 +33,7 @@ export class ConsoleApiController {
   constructor(
     private readonly console: ConsoleStateService,
     private readonly locks: LockService,
+    private readonly admin: LockAdminService,
     private readonly activity: ActivityService,
   ) {}
 
@@ -39,6 +47,31 @@ export class ConsoleApiController {
   @Get('grants')
   grants(): Promise<LockGrant[]> {
     return this.console.grants();
+  }
+
+  /** Every caller waiting for a group now (`tryLocks` with `waitMs`), across all instances, in waiting order. */
+  @Get('waiters')
+  waiters(): Promise<LockWaiterInfo[]> {
+    return this.console.waiters();
+  }
+
+  /**
+   * Frees the grant `stamp` of any instance (`{ "reason": "…" }`, required): the log records it as `FORCED`, with
+   * this instance as the one who forced it and the reason. 400 without a reason, 404 when no live grant has the stamp.
+   */
+  @Post('grants/:stamp/release')
+  @HttpCode(200)
+  async forceRelease(@Param('stamp', ParseIntPipe) stamp: number, @Body() body: unknown): Promise<ForcedRelease> {
+    const { reason } = parseForceReleaseInput(body);
+    try {
+      const released = await this.admin.forceRelease(stamp, reason);
+      this.activity.record('force release', 'done', `stamp ${stamp} of ${released.appId}: ${reason}`);
+      return released;
+    } catch (error) {
+      if (error instanceof GrantNotFoundError) throw new NotFoundException(error.message);
+      if (error instanceof InvalidLockArgumentError) throw new BadRequestException(error.message);
+      throw error;
+    }
   }
 
   /** The newest lock log rows (`?limit=`, 1–500, default 50). */

@@ -1,12 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import {
+  LockAdminService,
   type LockGrant,
   LockingPermissionEntity,
   type LockLogEntry,
   type LockPermits,
   LockService,
   type LockStats,
+  type LockWaiterInfo,
 } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
 import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
@@ -40,6 +42,8 @@ export interface ConsoleState {
   /** Whether this instance runs the scheduled jobs and the simulated traffic (`SAMPLE_JOBS=off` turns them off). */
   readonly schedule: boolean;
   readonly grants: readonly LockGrant[];
+  /** The callers waiting for a group now, every instance, in waiting order. */
+  readonly waiters: readonly LockWaiterInfo[];
   readonly permits: PermitsView;
   readonly log: readonly LockLogEntry[];
   /** This instance's own recent jobs and loan operations. */
@@ -56,6 +60,7 @@ const FIXED_NAMES = ['WS1', 'WS2'];
 export class ConsoleStateService {
   constructor(
     private readonly locks: LockService,
+    private readonly admin: LockAdminService,
     private readonly activity: ActivityService,
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(SAMPLE_CONFIG) private readonly config: SampleConfig,
@@ -63,13 +68,14 @@ export class ConsoleStateService {
 
   /** Everything at once, for the page. */
   async state(logLimit = 25): Promise<ConsoleState> {
-    const [grants, log] = await Promise.all([this.grants(), this.log(logLimit)]);
+    const [grants, waiters, log] = await Promise.all([this.grants(), this.waiters(), this.log(logLimit)]);
     const permits = await this.permits(grants);
     return {
       appId: this.locks.appId,
       pollMs: this.config.consolePollMs,
       schedule: this.config.schedule,
       grants,
+      waiters,
       permits,
       log,
       activity: this.activity.latest(),
@@ -80,6 +86,11 @@ export class ConsoleStateService {
   /** Every grant holding locks now, across all instances, oldest first. */
   grants(): Promise<LockGrant[]> {
     return this.locks.getGrants();
+  }
+
+  /** Every caller waiting for a group now, across all instances, in waiting order. */
+  waiters(): Promise<LockWaiterInfo[]> {
+    return this.admin.listWaiters();
   }
 
   /** The newest lock log rows. */

@@ -28,7 +28,8 @@ const STYLE = `
   td.empty { color: #777; font-style: italic; }
   .mode-write { color: #b3261e; font-weight: 600; } .mode-read { color: #1b6e3c; font-weight: 600; }
   .status-ACQUIRED { color: #8a5a00; } .status-BUSINESS_DONE { color: #0b57d0; } .status-RELEASED { color: #1b6e3c; }
-  .status-REAPED, .status-RECOVERED { color: #b3261e; font-weight: 600; }
+  .status-REAPED, .status-RECOVERED, .status-FORCED { color: #b3261e; font-weight: 600; }
+  button.release { padding: 0 6px; }
   .outcome-refused, .outcome-skipped { color: #8a5a00; } .outcome-failed { color: #b3261e; }
   .pending { color: #8a5a00; font-style: italic; }
   #permits-body tr { cursor: pointer; } #permits-body tr:hover { background: #f7f8fa; }
@@ -69,8 +70,23 @@ export function renderConsolePage(state: ConsoleState): string {
 <section>
   <h2>Grants held now <span class="meta">(<span id="grants-count">0</span> locks, every instance)</span></h2>
   <table id="grants">
-    <thead><tr><th>Lock</th><th>Mode</th><th>App</th><th>Stamp</th><th>Age</th><th>Lease left</th><th>Fencing token</th></tr></thead>
+    <thead><tr><th>Lock</th><th>Mode</th><th>App</th><th>Stamp</th><th>Age</th><th>Lease left</th><th>Fencing token</th><th></th></tr></thead>
     <tbody id="grants-body"></tbody>
+  </table>
+  <form id="release-form" hidden>
+    <span>Force release of stamp <b id="release-stamp"></b>: its holder loses it at its next renewal.</span>
+    <label>Reason <input id="release-reason" size="40" maxlength="500" placeholder="why (recorded in the log)"></label>
+    <button id="release-submit" type="submit">Release with this reason</button>
+    <button id="release-cancel" type="button">Cancel</button>
+  </form>
+  <p id="release-status" role="status"></p>
+</section>
+
+<section>
+  <h2>Waiters <span class="meta">(<span id="waiters-count">0</span>, every instance, in waiting order)</span></h2>
+  <table id="waiters">
+    <thead><tr><th>Position</th><th>App</th><th>Locks</th><th>Waiting for</th><th>Expires in</th><th>Waiter</th></tr></thead>
+    <tbody id="waiters-body"></tbody>
   </table>
 </section>
 
@@ -108,7 +124,7 @@ export function renderConsolePage(state: ConsoleState): string {
 <section>
   <h2>Lock log <span class="meta">(newest first)</span></h2>
   <table id="log">
-    <thead><tr><th>Stamp</th><th>App</th><th>Locks</th><th>Status</th><th>Acquired</th><th>Business done</th><th>Ended</th></tr></thead>
+    <thead><tr><th>Stamp</th><th>App</th><th>Locks</th><th>Status</th><th>Acquired</th><th>Business done</th><th>Ended</th><th>Forced by: reason</th></tr></thead>
     <tbody id="log-body"></tbody>
   </table>
 </section>

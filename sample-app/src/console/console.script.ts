@@ -1,7 +1,8 @@
 /**
  * The console page's only script (plain browser JavaScript, no build step): renders the state embedded in the page,
- * then polls `GET /api/state` and re-renders; posts the permits form to `POST /api/permits` and the job buttons to
- * `POST /ws1/rebuild` / `POST /ws2/rebuild`. It builds the DOM with `textContent`, never with HTML strings.
+ * then polls `GET /api/state` and re-renders; posts the permits form to `POST /api/permits`, the job buttons to
+ * `POST /ws1/rebuild` / `POST /ws2/rebuild` and a grant's force release (with its reason) to
+ * `POST /api/grants/:stamp/release`. It builds the DOM with `textContent`, never with HTML strings.
  */
 export const CONSOLE_SCRIPT = String.raw`
 (function () {
@@ -24,7 +25,8 @@ export const CONSOLE_SCRIPT = String.raw`
     Object.keys(attrs || {}).forEach(function (key) { tr.setAttribute(key, attrs[key]); });
     cells.forEach(function (cell) {
       var td = document.createElement('td');
-      if (cell && typeof cell === 'object') { td.textContent = cell.text; td.className = cell.cls; }
+      if (cell && cell.node) td.appendChild(cell.node);
+      else if (cell && typeof cell === 'object') { td.textContent = cell.text; td.className = cell.cls; }
       else td.textContent = String(cell);
       tr.appendChild(td);
     });
@@ -46,14 +48,27 @@ export const CONSOLE_SCRIPT = String.raw`
   function renderGrants(grants) {
     var rows = [];
     grants.forEach(function (g) {
-      g.locks.forEach(function (l) {
+      g.locks.forEach(function (l, i) {
         var cells = [l.name, modeCell(l.mode), g.appId, g.stamp, seconds(g.heldForMs), seconds(g.leaseLeftMs),
-          g.fencingToken];
-        rows.push(row(cells, { 'data-lock': l.name + ':' + l.mode, 'data-app': g.appId }));
+          g.fencingToken, i === 0 ? { node: releaseButton(g.stamp) } : ''];
+        rows.push(row(cells, { 'data-lock': l.name + ':' + l.mode, 'data-app': g.appId, 'data-stamp': String(g.stamp) }));
       });
     });
-    fill('grants-body', rows, 'No lock is held right now.', 7);
+    fill('grants-body', rows, 'No lock is held right now.', 8);
     byId('grants-count').textContent = String(rows.length);
+  }
+  function releaseButton(stamp) {
+    var button = document.createElement('button');
+    button.type = 'button'; button.className = 'release'; button.textContent = 'Force release\u2026';
+    button.setAttribute('data-release', String(stamp));
+    return button;
+  }
+  function renderWaiters(waiters) {
+    fill('waiters-body', waiters.map(function (w) {
+      return row([w.position, w.appId, locksText(w.locks), seconds(w.waitingForMs), seconds(w.expiresInMs), w.waiter],
+        { 'data-app': w.appId });
+    }), 'Nobody waits.', 6);
+    byId('waiters-count').textContent = String(waiters.length);
   }
   function renderPermits(view) {
     var names = byId('lock-names');
@@ -72,8 +87,9 @@ export const CONSOLE_SCRIPT = String.raw`
   function renderLog(log) {
     fill('log-body', log.map(function (e) {
       return row([e.stamp, e.appId, locksText(e.locks), { text: e.status, cls: 'status-' + e.status },
-        clock(e.acquiredAt), clock(e.businessDoneAt), clock(e.endedAt)], { 'data-stamp': String(e.stamp) });
-    }), 'The lock log is empty.', 7);
+        clock(e.acquiredAt), clock(e.businessDoneAt), clock(e.endedAt),
+        e.endedBy ? e.endedBy + ': ' + (e.endReason || '') : ''], { 'data-stamp': String(e.stamp) });
+    }), 'The lock log is empty.', 8);
   }
   function renderActivity(entries) {
     fill('activity-body', entries.map(function (a) {
@@ -82,6 +98,7 @@ export const CONSOLE_SCRIPT = String.raw`
   }
   function render(s) {
     renderGrants(s.grants);
+    renderWaiters(s.waiters);
     renderPermits(s.permits);
     renderLog(s.log);
     renderActivity(s.activity);
@@ -118,6 +135,26 @@ export const CONSOLE_SCRIPT = String.raw`
   byId('permits-form').addEventListener('submit', function (event) {
     event.preventDefault();
     savePermits(Number(byId('permits-value').value));
+  });
+  // Force release: a grant's button opens the form (outside the table, which every poll redraws) for its reason.
+  byId('grants-body').addEventListener('click', function (event) {
+    var button = event.target.closest('button[data-release]');
+    if (!button) return;
+    byId('release-stamp').textContent = button.getAttribute('data-release');
+    byId('release-form').hidden = false;
+    byId('release-reason').focus();
+  });
+  byId('release-cancel').addEventListener('click', function () { byId('release-form').hidden = true; });
+  byId('release-form').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var stamp = byId('release-stamp').textContent;
+    var reason = byId('release-reason').value;
+    post('/api/grants/' + encodeURIComponent(stamp) + '/release', { reason: reason }).then(function (r) {
+      if (r.status !== 200) { say('release-status', 'refused: ' + r.json.message, false); return; }
+      byId('release-form').hidden = true;
+      byId('release-reason').value = '';
+      say('release-status', 'released stamp ' + r.json.stamp + ' of ' + r.json.appId + ': ' + r.json.reason, true);
+    }, function (e) { say('release-status', 'failed: ' + e.message, false); });
   });
   byId('permits-reset').addEventListener('click', function () { savePermits(null); });
   byId('permits-body').addEventListener('click', function (event) {

@@ -1,0 +1,98 @@
+import { hostname, userInfo } from 'node:os';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { LockAdminService } from '../admin/lock-admin.service.js';
+import { LOCK_ENTITIES } from '../entities/index.js';
+import { toCliError, usageError } from './lock-cli.errors.js';
+
+/** How long connecting and each statement may take before the command gives up (exit code 3). @internal */
+export const CLI_TIMEOUT_MS = 5000;
+
+/** The options every command has (`--url`, `--json`). @internal */
+export interface GlobalOptions {
+  /** The database URL; `DATABASE_URL` when not given. */
+  readonly url?: string;
+  /** Print JSON only. */
+  readonly json?: boolean;
+}
+
+/** A checked database URL and how messages name it (without its password). @internal */
+export interface DatabaseTarget {
+  readonly url: string;
+  /** `host:port/database`. */
+  readonly where: string;
+}
+
+/**
+ * The database to use: `--url`, else `DATABASE_URL`. A usage error (exit code 2) when there is none or it is not a
+ * `postgres://` URL, before any connection.
+ * @internal
+ */
+export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): DatabaseTarget {
+  const url = options.url ?? env.DATABASE_URL;
+  if (!url) throw usageError('no database: set DATABASE_URL or pass --url postgres://user:password@host:5432/database');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw usageError('the database URL is not a URL: expected postgres://user:password@host:5432/database');
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw usageError(`the database URL must start with postgres:// (got ${parsed.protocol}//)`);
+  }
+  return { url, where: `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}` };
+}
+
+/** `cli:<user>@<host>`: who the log names as the one who forced a release. @internal */
+export function cliActor(): string {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = process.env.USER ?? 'unknown';
+  }
+  return `cli:${user}@${hostname()}`;
+}
+
+/** A TypeORM DataSource on `target` with short timeouts and a small pool; `extra` adds options (migrations). @internal */
+export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceOptions> = {}): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: target.url,
+    entities: [...LOCK_ENTITIES],
+    logging: false,
+    extra: {
+      max: 2,
+      connectionTimeoutMillis: CLI_TIMEOUT_MS,
+      statement_timeout: CLI_TIMEOUT_MS,
+      application_name: 'nestjs-db-locks cli',
+    },
+    ...extra,
+  } as DataSourceOptions);
+}
+
+/**
+ * Connects, runs `fn`, disconnects. Whatever fails on the way becomes a `CliError` (exit code 3 for the database).
+ * @internal
+ */
+export async function withDataSource<T>(
+  target: DatabaseTarget,
+  fn: (dataSource: DataSource) => Promise<T>,
+  extra: Partial<DataSourceOptions> = {},
+): Promise<T> {
+  const dataSource = cliDataSource(target, extra);
+  try {
+    await dataSource.initialize();
+    return await fn(dataSource);
+  } catch (error) {
+    throw toCliError(error, target.where);
+  } finally {
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+  }
+}
+
+/** Connects and runs `fn` with a `LockAdminService` acting as `cliActor()`. @internal */
+export function withAdmin<T>(target: DatabaseTarget, fn: (admin: LockAdminService) => Promise<T>): Promise<T> {
+  return withDataSource(target, (dataSource) =>
+    fn(LockAdminService.create(dataSource, { actor: cliActor(), queryTimeoutMs: CLI_TIMEOUT_MS })),
+  );
+}
