@@ -23,6 +23,7 @@ export type {
   LockLogEntry,
   LockLogStatus,
   TryLocksOptions,
+  LockTelemetryOptions,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export {

@@ -6,6 +6,7 @@ import { RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockStore } from './store/lock.store.js';
 import { PostgresLockStore } from './store/postgres-lock.store.js';
+import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
 import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
 
 /** Validates the user's options once and applies the defaults. @internal */
@@ -19,7 +20,8 @@ export const resolvedOptionsProvider: Provider = {
 export function createLockStoreProvider(dataSource?: string): Provider {
   return {
     provide: LockStore,
-    useFactory: (ds: DataSource, options: ResolvedLockOptions) => new PostgresLockStore(ds, options),
-    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
+    useFactory: (ds: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry) =>
+      new PostgresLockStore(ds, options, telemetry),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockTelemetry],
   };
 }

@@ -4,3 +4,4 @@ export type { LockStats } from './lock-stats.interface.js';
 export type { WithLocksOptions, LockUnavailableAction } from './with-locks-options.interface.js';
 export type { LockGrant, LockLogEntry, LockLogStatus } from './lock-grant.interface.js';
 export type { TryLocksOptions } from './try-locks-options.interface.js';
+export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';

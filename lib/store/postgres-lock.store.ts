@@ -3,6 +3,7 @@ import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 
 import type { DataSource, EntityManager } from 'typeorm';
 import { LockConfigurationError, LockStoreError } from '../errors/index.js';
 import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import {
   LockStore,
@@ -45,6 +46,7 @@ export class PostgresLockStore extends LockStore {
   constructor(
     private readonly dataSource: DataSource,
     private readonly options: ResolvedLockOptions,
+    private readonly telemetry = new LockTelemetry(),
   ) {
     super();
     if (dataSource.options.type !== 'postgres') {
@@ -148,7 +150,7 @@ export class PostgresLockStore extends LockStore {
         return await openInstanceSession(await this.connect('claimAppId'), appId, instance, this.hotPath.lane);
       } catch (error) {
         const retry = error instanceof LockStoreError && isConnectionFailure(error.cause);
-        if (!retry || attempt >= this.options.retry.maxAttempts) throw error;
+        if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);
         this.retryCount++;
       }
     }
@@ -239,7 +241,7 @@ export class PostgresLockStore extends LockStore {
         return await this.send<R>(lane, timed, () => (sent = true));
       } catch (error) {
         const retry = isTransientDriverError(error) || (!sent && isConnectionFailure(error));
-        if (!retry || attempt >= maxAttempts) throw toLockError(error, operation, grants && sent);
+        if (!retry || attempt >= maxAttempts) throw this.telemetry.storeFailed(toLockError(error, operation, grants && sent));
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
       }
