@@ -162,3 +162,24 @@ export function formatMachine(machine: MachineInfo, workloads: readonly Workload
     ...workloads.map((w) => `${w.id}:         ${w.description}`),
   ].join('\n');
 }
+
+/** The cost of telemetry on the hot path: W1 acquisitions/s with telemetry on (and an SDK) over telemetry off. */
+export function telemetryTarget(measurements: readonly Measurement[]): TargetResult {
+  return ratio(
+    'W1 telemetry on + SDK / telemetry off',
+    find(measurements, 'W1', 'library-telemetry-on'),
+    find(measurements, 'W1', 'library-telemetry-off'),
+    0.9,
+  );
+}
+
+/** The telemetry rows and their ratio. */
+export function formatTelemetry(measurements: readonly Measurement[], target: TargetResult): string[] {
+  return [
+    'Telemetry (W1; on = OpenTelemetry SDK registered: metrics read every second, every span sampled and batched):',
+    '',
+    formatTable(measurements),
+    '',
+    formatTargets([target]),
+  ];
+}
