@@ -42,11 +42,13 @@ export async function measure(contender: Contender, workload: Workload, options:
       }
     };
 
-    const sampleRetries = async (): Promise<number> => {
+    const sampleWindow = async (): Promise<{ retries: number; cpuMicros: number }> => {
       await sleep(Math.max(0, windowStart - performance.now()));
       const before = session.retries();
+      const cpuBefore = process.cpuUsage();
       await sleep(Math.max(0, windowEnd - performance.now()));
-      return session.retries() - before;
+      const cpu = process.cpuUsage(cpuBefore);
+      return { retries: session.retries() - before, cpuMicros: cpu.user + cpu.system };
     };
 
     const loops = session.clients.map((client) =>
@@ -55,13 +57,14 @@ export async function measure(contender: Contender, workload: Workload, options:
         throw error;
       }),
     );
-    const [retries] = await Promise.all([sampleRetries(), ...loops]);
+    const [{ retries, cpuMicros }] = await Promise.all([sampleWindow(), ...loops]);
     latencies.sort((a, b) => a - b);
     return {
       seconds: options.durationMs / 1000,
       granted,
       busy,
       retries,
+      cpuMicros,
       latencies,
     };
   } finally {

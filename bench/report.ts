@@ -173,13 +173,28 @@ export function telemetryTarget(measurements: readonly Measurement[]): TargetRes
   );
 }
 
-/** The telemetry rows and their ratio. */
+/** CPU time of the Node.js process per grant (each with its release), in µs: over all rounds, and per round. */
+function cpuPerGrant(measurement: Measurement | undefined): { total: number; perRound: Spread } {
+  const per = (m: { cpuMicros: number; granted: number }): number => (m.granted > 0 ? m.cpuMicros / m.granted : Number.NaN);
+  return { total: measurement ? per(measurement) : Number.NaN, perRound: spreadOf(measurement?.rounds.map(per) ?? []) };
+}
+
+/** The telemetry rows, their throughput ratio (the target) and the client's CPU per grant. */
 export function formatTelemetry(measurements: readonly Measurement[], target: TargetResult): string[] {
+  const off = cpuPerGrant(find(measurements, 'W1', 'library-telemetry-off'));
+  const on = cpuPerGrant(find(measurements, 'W1', 'library-telemetry-on'));
+  const cpu = (label: string, c: typeof off): string =>
+    `  ${label}: ${fixed(c.total, 1)} µs (rounds: median ${fixed(c.perRound.median, 1)}, ${range(c.perRound, 1)})`;
   return [
     'Telemetry (W1; on = OpenTelemetry SDK registered: metrics read every second, every span sampled and batched):',
     '',
     formatTable(measurements),
     '',
     formatTargets([target]),
+    'CPU time of the Node.js process per grant + release (what telemetry adds to the client; the server is apart):',
+    cpu('telemetry off', off),
+    cpu('telemetry on ', on),
+    `  added by telemetry: ${fixed(on.total - off.total, 1)} µs per grant + release ` +
+      `(${fixed(((on.total - off.total) / off.total) * 100, 1)} % of the client's CPU)`,
   ];
 }

@@ -12,6 +12,15 @@ export interface LockAttributes {
   readonly outcome: Readonly<Record<AcquireOutcome, Attributes>>;
 }
 
+/**
+ * The default `lockNameAttribute`: the name up to its first `:` (`loan:123` → `loan`).
+ * @internal
+ */
+export function defaultLockNameAttribute(name: string): string {
+  const colon = name.indexOf(':');
+  return colon < 0 ? name : name.slice(0, colon);
+}
+
 /** Past this many entries a cache starts again empty: a name mapping that returns unbounded values cannot leak. */
 const MAX_CACHED = 4096;
 
@@ -37,11 +46,20 @@ export class LockAttributeCache {
   of(name: string, mode: LockMode): LockAttributes {
     let modes = this.byName.get(name);
     if (!modes) {
-      modes = this.ofLabel(String(this.label(name)));
+      modes = this.ofLabel(this.labelOf(name));
       if (this.byName.size >= MAX_CACHED) this.byName.clear();
       this.byName.set(name, modes);
     }
     return modes[mode];
+  }
+
+  /** The mapped name; the default mapping's when the configured one throws (a metric never fails a lock call). */
+  private labelOf(name: string): string {
+    try {
+      return String(this.label(name));
+    } catch {
+      return defaultLockNameAttribute(name);
+    }
   }
 
   private ofLabel(label: string): Readonly<Record<LockMode, LockAttributes>> {

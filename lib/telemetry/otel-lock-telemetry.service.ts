@@ -1,4 +1,4 @@
-import type { OnModuleDestroy } from '@nestjs/common';
+import { Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { performance } from 'node:perf_hooks';
 import { LockError } from '../errors/index.js';
@@ -13,6 +13,16 @@ import {
 } from './lock-telemetry.service.js';
 import { INSTRUMENTATION_SCOPE, LockTracing } from './lock-tracing.util.js';
 import type { OtelApi } from './otel-api.loader.js';
+
+const logger = new Logger('LockTelemetry');
+let failureLogged = false;
+
+/** A metric or a span could not be recorded: logged once, never thrown at a lock call (it may hold a grant). */
+function telemetryFailed(error: unknown): void {
+  if (failureLogged) return;
+  failureLogged = true;
+  logger.warn(`Recording a lock metric or span failed (logged once): ${(error as Error)?.message ?? String(error)}`);
+}
 
 /** One `tryLocks` call under way. */
 class OtelAcquireTrace implements AcquireTrace {
@@ -37,10 +47,14 @@ class OtelAcquireTrace implements AcquireTrace {
   }
 
   private end(stamp: number, error: unknown): void {
-    const now = performance.now();
-    const outcome = error !== undefined ? 'error' : stamp > 0 ? 'granted' : 'busy';
-    this.telemetry.metrics.acquired(this.group, this.waitMs > 0, stamp, outcome, now, (now - this.started) / 1000);
-    this.telemetry.tracing.endAcquire(this.span, stamp, error);
+    try {
+      const now = performance.now();
+      const outcome = error !== undefined ? 'error' : stamp > 0 ? 'granted' : 'busy';
+      this.telemetry.metrics.acquired(this.group, this.waitMs > 0, stamp, outcome, now, (now - this.started) / 1000);
+      this.telemetry.tracing.endAcquire(this.span, stamp, error);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 }
 
@@ -56,14 +70,21 @@ class OtelReleaseTrace implements ReleaseTrace {
   }
 
   ended(): void {
-    this.telemetry.metrics.released(this.stamp, true, performance.now());
-    this.telemetry.tracing.endRelease(this.span, undefined);
+    this.end(true, undefined);
   }
 
   failed(error: unknown): unknown {
-    this.telemetry.metrics.released(this.stamp, false, 0);
-    this.telemetry.tracing.endRelease(this.span, error);
+    this.end(false, error);
     return error;
+  }
+
+  private end(released: boolean, error: unknown): void {
+    try {
+      this.telemetry.metrics.released(this.stamp, released, performance.now());
+      this.telemetry.tracing.endRelease(this.span, error);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 }
 
@@ -102,19 +123,35 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
   }
 
   override lost(stamp: number): void {
-    this.metrics.lost(stamp);
+    try {
+      this.metrics.lost(stamp);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 
   override reaped(count: number): void {
-    this.metrics.reaped(count);
+    try {
+      this.metrics.reaped(count);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 
   override recovered(count: number): void {
-    this.metrics.recovered(count);
+    try {
+      this.metrics.recovered(count);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
   }
 
   override storeFailed<E>(error: E): E {
-    if (error instanceof LockError) this.metrics.storeFailed(error);
+    try {
+      if (error instanceof LockError) this.metrics.storeFailed(error);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
     return error;
   }
 

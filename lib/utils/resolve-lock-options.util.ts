@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
 
 /** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
@@ -77,17 +78,11 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   };
 }
 
-/** The name up to its first `:`: `loan:123` → `loan`. */
-function namePrefix(name: string): string {
-  const colon = name.indexOf(':');
-  return colon < 0 ? name : name.slice(0, colon);
-}
-
 function telemetryOptions(telemetry: LockTelemetryOptions | undefined): Required<LockTelemetryOptions> {
   if (telemetry !== undefined && (telemetry === null || typeof telemetry !== 'object')) {
     throw new LockConfigurationError(`LockModule option telemetry must be an object (got ${String(telemetry)})`);
   }
-  const lockNameAttribute = telemetry?.lockNameAttribute ?? namePrefix;
+  const lockNameAttribute = telemetry?.lockNameAttribute ?? defaultLockNameAttribute;
   if (typeof lockNameAttribute !== 'function') {
     throw new LockConfigurationError(
       `LockModule option telemetry.lockNameAttribute must be a function (got ${String(lockNameAttribute)})`,

@@ -97,6 +97,23 @@ describe('metrics and traces through OpenTelemetry', () => {
     ]);
   });
 
+  it('never fails a lock call when the name mapping throws: the default mapping stands in', async () => {
+    const app = await start({
+      appId: 'throwing-map',
+      telemetry: {
+        lockNameAttribute: () => {
+          throw new Error('mapping broken');
+        },
+      },
+    });
+    const stamp = await app.locks.tryLocks(['invoice:42_WRITE']);
+    expect(stamp).toBeGreaterThan(0);
+    await app.locks.releaseLocks(stamp);
+    const collected = await sdk.collect();
+    expect(total(collected, M('grants'), { 'app.id': 'throwing-map', 'lock.name': 'invoice' })).toBe(1);
+    expect(total(collected, M('releases'), { 'app.id': 'throwing-map', 'lock.name': 'invoice' })).toBe(1);
+  });
+
   it('counts a lost grant for its holder and a reaped one for the reaper; gauges show grants held and waiters', async () => {
     const holder = await start({ appId: 'lost-holder', renewIntervalMs: 50 });
     const reaper = await start({ appId: 'lost-reaper' });
