@@ -42,13 +42,11 @@ export async function measure(contender: Contender, workload: Workload, options:
       }
     };
 
-    const sampleWindow = async (): Promise<{ retries: number; cpuMicros: number }> => {
+    const sampleRetries = async (): Promise<number> => {
       await sleep(Math.max(0, windowStart - performance.now()));
       const before = session.retries();
-      const cpuBefore = process.cpuUsage();
       await sleep(Math.max(0, windowEnd - performance.now()));
-      const cpu = process.cpuUsage(cpuBefore);
-      return { retries: session.retries() - before, cpuMicros: cpu.user + cpu.system };
+      return session.retries() - before;
     };
 
     const loops = session.clients.map((client) =>
@@ -57,14 +55,13 @@ export async function measure(contender: Contender, workload: Workload, options:
         throw error;
       }),
     );
-    const [{ retries, cpuMicros }] = await Promise.all([sampleWindow(), ...loops]);
+    const [retries] = await Promise.all([sampleRetries(), ...loops]);
     latencies.sort((a, b) => a - b);
     return {
       seconds: options.durationMs / 1000,
       granted,
       busy,
       retries,
-      cpuMicros,
       latencies,
     };
   } finally {

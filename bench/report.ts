@@ -173,28 +173,24 @@ export function telemetryTarget(measurements: readonly Measurement[]): TargetRes
   );
 }
 
-/** CPU time of the Node.js process per grant (each with its release), in µs: over all rounds, and per round. */
-function cpuPerGrant(measurement: Measurement | undefined): { total: number; perRound: Spread } {
-  const per = (m: { cpuMicros: number; granted: number }): number => (m.granted > 0 ? m.cpuMicros / m.granted : Number.NaN);
-  return { total: measurement ? per(measurement) : Number.NaN, perRound: spreadOf(measurement?.rounds.map(per) ?? []) };
+/** What recording costs by itself: µs of one grant + release's metrics and spans, measured apart (`recordingCost`). */
+export interface RecordingCost {
+  readonly microsPerCall: number;
+  readonly calls: number;
 }
 
-/** The telemetry rows, their throughput ratio (the target) and the client's CPU per grant. */
-export function formatTelemetry(measurements: readonly Measurement[], target: TargetResult): string[] {
-  const off = cpuPerGrant(find(measurements, 'W1', 'library-telemetry-off'));
-  const on = cpuPerGrant(find(measurements, 'W1', 'library-telemetry-on'));
-  const cpu = (label: string, c: typeof off): string =>
-    `  ${label}: ${fixed(c.total, 1)} µs (rounds: median ${fixed(c.perRound.median, 1)}, ${range(c.perRound, 1)})`;
+/** The telemetry rows, their throughput ratio (the target), and the recording cost against a grant + release. */
+export function formatTelemetry(measurements: readonly Measurement[], target: TargetResult, cost: RecordingCost): string[] {
+  const off = find(measurements, 'W1', 'library-telemetry-off');
+  const microsPerGrant = off ? 1e6 / ratesOf(off).acquisitionsPerSecond : Number.NaN;
   return [
     'Telemetry (W1; on = OpenTelemetry SDK registered: metrics read every second, every span sampled and batched):',
     '',
     formatTable(measurements),
     '',
     formatTargets([target]),
-    'CPU time of the Node.js process per grant + release (what telemetry adds to the client; the server is apart):',
-    cpu('telemetry off', off),
-    cpu('telemetry on ', on),
-    `  added by telemetry: ${fixed(on.total - off.total, 1)} µs per grant + release ` +
-      `(${fixed(((on.total - off.total) / off.total) * 100, 1)} % of the client's CPU)`,
+    `Recording alone (the metrics and spans of one grant + release into the same SDK, no database, ${cost.calls} calls): ` +
+      `${fixed(cost.microsPerCall, 1)} µs, ${fixed((cost.microsPerCall / microsPerGrant) * 100, 1)} % of a grant + ` +
+      `release with telemetry off (${fixed(microsPerGrant, 0)} µs at ${fixed(1e6 / microsPerGrant, 0)}/s)`,
   ];
 }

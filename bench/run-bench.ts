@@ -22,10 +22,11 @@ import {
   formatTargets,
   informativeRatios,
   formatTelemetry,
+  type RecordingCost,
   targetsHeader,
   telemetryTarget,
 } from './report.js';
-import { registerBenchSdk, telemetryContenders } from './telemetry.js';
+import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
 import { combineRounds, type Measurement, ratesOf, type RoundSample, type Sample } from './stats.js';
 import { W1, type Workload, WORKLOADS } from './workloads.js';
 
@@ -114,10 +115,14 @@ function benchOnlyTelemetry(): boolean {
  * The hot path (W1: tryLocks + releaseLocks of one lock) with telemetry off, and on with the OpenTelemetry SDK
  * registered (every span sampled), in interleaved rounds like the other rows.
  */
-async function measureTelemetry(database: BenchDatabase, plan: BenchPlan): Promise<Measurement[]> {
+async function measureTelemetry(
+  database: BenchDatabase,
+  plan: BenchPlan,
+): Promise<{ measurements: Measurement[]; cost: RecordingCost }> {
   const sdk = registerBenchSdk();
   try {
-    return await runWorkload(database, W1, plan, telemetryContenders(database.url));
+    const measurements = await runWorkload(database, W1, plan, telemetryContenders(database.url));
+    return { measurements, cost: await measureRecordingCost() };
   } finally {
     await sdk.dispose();
   }
@@ -161,7 +166,7 @@ async function main(): Promise<number> {
     process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
     const targets = telemetryOnly ? [] : evaluateTargets(measurements);
     const handoffMet = telemetryOnly || (handoff[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS;
-    const overhead = telemetryTarget(telemetry);
+    const overhead = telemetryTarget(telemetry.measurements);
     const missed = [
       ...[...targets, overhead].filter((t) => !t.met).map((t) => t.label),
       ...(handoffMet ? [] : ['hand-off median']),
@@ -188,7 +193,7 @@ async function main(): Promise<number> {
         formatMachine(machine, telemetryOnly ? [W1] : WORKLOADS, plan),
         '',
         ...main,
-        ...formatTelemetry(telemetry, overhead),
+        ...formatTelemetry(telemetry.measurements, overhead, telemetry.cost),
         '',
         missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.join('; ')}`,
       ].join('\n'),

@@ -9,8 +9,6 @@ export interface Sample {
   readonly busy: number;
   /** Transactions or round trips repeated after a serialization failure or deadlock. */
   readonly retries: number;
-  /** CPU time of this Node.js process (user + system) in the measured window, in µs: the client's cost. */
-  readonly cpuMicros: number;
   /** Latencies in ms of successful acquire + release, sorted ascending. */
   readonly latencies: readonly number[];
 }
@@ -65,7 +63,7 @@ export function combineRounds(
   slices: readonly (Sample & Pick<RoundSample, 'round' | 'position'>)[],
 ): Measurement {
   const latencies = slices.flatMap((slice) => slice.latencies).sort((a, b) => a - b);
-  const sum = (key: 'seconds' | 'granted' | 'busy' | 'retries' | 'cpuMicros'): number =>
+  const sum = (key: 'seconds' | 'granted' | 'busy' | 'retries'): number =>
     slices.reduce((total, slice) => total + slice[key], 0);
   return {
     ...identity,
@@ -73,16 +71,14 @@ export function combineRounds(
     granted: sum('granted'),
     busy: sum('busy'),
     retries: sum('retries'),
-    cpuMicros: sum('cpuMicros'),
     latencies,
-    rounds: slices.map(({ round, position, seconds, granted, busy, retries, cpuMicros }) => ({
+    rounds: slices.map(({ round, position, seconds, granted, busy, retries }) => ({
       round,
       position,
       seconds,
       granted,
       busy,
       retries,
-      cpuMicros,
     })),
   };
 }

@@ -1,4 +1,6 @@
-import { context, metrics, trace } from '@opentelemetry/api';
+import * as api from '@opentelemetry/api';
+import { performance } from 'node:perf_hooks';
+import { setImmediate } from 'node:timers/promises';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   AggregationTemporality,
@@ -9,6 +11,11 @@ import {
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Contender } from './contenders/contender.js';
 import { libraryContender } from './contenders/library.contender.js';
+// The recorder itself, apart from the module (it is internal to the package): measured with no database around it.
+import { OtelLockTelemetry } from '../lib/telemetry/otel-lock-telemetry.service.js';
+import { resolveLockOptions } from '../lib/utils/resolve-lock-options.util.js';
+import type { RecordingCost } from './report.js';
+import { W1 } from './workloads.js';
 
 /** How often the registered metric reader collects (as an application exporting every few seconds does). */
 const EXPORT_INTERVAL_MS = 1000;
@@ -32,15 +39,15 @@ export function registerBenchSdk(): RegisteredSdk {
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(droppingSpanExporter)] });
   // Delta temporality and a reset after every export: the in-memory exporter does not grow over the run.
   const clear = setInterval(() => exporter.reset(), EXPORT_INTERVAL_MS);
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  metrics.setGlobalMeterProvider(meterProvider);
-  trace.setGlobalTracerProvider(tracerProvider);
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  api.metrics.setGlobalMeterProvider(meterProvider);
+  api.trace.setGlobalTracerProvider(tracerProvider);
   return {
     async dispose() {
       clearInterval(clear);
-      metrics.disable();
-      trace.disable();
-      context.disable();
+      api.metrics.disable();
+      api.trace.disable();
+      api.context.disable();
       await Promise.all([meterProvider.shutdown(), tracerProvider.shutdown()]);
     },
   };
@@ -60,4 +67,27 @@ export function telemetryContenders(url: string): Contender[] {
       options: { telemetry: { enabled: true } },
     }),
   ];
+}
+
+/**
+ * What recording costs by itself: the metrics and spans of `calls` grants + releases of one lock, into the SDK
+ * registered now, with no database (run while `registerBenchSdk` is in force). Yields to the event loop every 1000
+ * calls, so that the periodic reader and the span batches run as they would.
+ */
+export async function measureRecordingCost(calls = 100_000): Promise<RecordingCost> {
+  const telemetry = new OtelLockTelemetry(api, resolveLockOptions({ appId: 'bench-recording' }));
+  const group = W1.nextGroup();
+  const once = (stamp: number): void => {
+    telemetry.acquiring(group, 0).ended(stamp);
+    telemetry.releasing(stamp).ended();
+  };
+  for (let stamp = 1; stamp <= 20_000; stamp++) once(stamp); // warm-up: JIT, attribute caches, instruments
+  const started = performance.now();
+  for (let stamp = 1; stamp <= calls; stamp++) {
+    once(stamp);
+    if (stamp % 1000 === 0) await setImmediate();
+  }
+  const microsPerCall = ((performance.now() - started) * 1000) / calls;
+  telemetry.onModuleDestroy();
+  return { microsPerCall, calls };
 }
