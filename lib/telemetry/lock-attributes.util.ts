@@ -4,12 +4,19 @@ import type { LockMode } from '../interfaces/index.js';
 /** How an acquisition ended, as the `outcome` attribute. @internal */
 export type AcquireOutcome = 'granted' | 'busy' | 'error';
 
-/** The attribute sets of one lock (name label, mode), built once and shared by every data point. @internal */
+/**
+ * The attribute sets of one lock (name label, mode), built once and shared by every data point, and its counts:
+ * counted here on the hot path (an increment, no SDK call) and reported by observable counters when the metrics are
+ * collected.
+ * @internal
+ */
 export interface LockAttributes {
   /** `lock.name`, `lock.mode`, `app.id`. */
   readonly base: Attributes;
   /** The same with `outcome`. */
   readonly outcome: Readonly<Record<AcquireOutcome, Attributes>>;
+  /** Locks granted, refused as busy, released, since the module started. */
+  readonly counts: { grants: number; busy: number; releases: number };
 }
 
 /**
@@ -21,12 +28,13 @@ export function defaultLockNameAttribute(name: string): string {
   return colon < 0 ? name : name.slice(0, colon);
 }
 
-/** Past this many entries a cache starts again empty: a name mapping that returns unbounded values cannot leak. */
+/** Past this many entries the raw-name cache starts again empty: names made per record cannot grow it forever. */
 const MAX_CACHED = 4096;
 
 /**
  * Pre-built attribute objects per (name label, mode, outcome), so that recording allocates nothing: raw names map to
- * their label (`lockNameAttribute`, computed once per name), labels to their attribute sets.
+ * their label (`lockNameAttribute`, computed once per name), labels to their attribute sets. The labels are kept for
+ * the life of the module (their counts with them): they are the bounded set of series the mapping promises.
  * @internal
  */
 export class LockAttributeCache {
@@ -66,10 +74,17 @@ export class LockAttributeCache {
     let modes = this.byLabel.get(label);
     if (!modes) {
       modes = { read: this.build(label, 'read'), write: this.build(label, 'write') };
-      if (this.byLabel.size >= MAX_CACHED) this.byLabel.clear();
       this.byLabel.set(label, modes);
     }
     return modes;
+  }
+
+  /** Every lock's attribute sets and counts, for the observable counters. */
+  *all(): IterableIterator<LockAttributes> {
+    for (const modes of this.byLabel.values()) {
+      yield modes.read;
+      yield modes.write;
+    }
   }
 
   private build(label: string, mode: LockMode): LockAttributes {
@@ -81,6 +96,7 @@ export class LockAttributeCache {
         busy: { ...base, outcome: 'busy' },
         error: { ...base, outcome: 'error' },
       },
+      counts: { grants: 0, busy: 0, releases: 0 },
     };
   }
 }

@@ -146,6 +146,7 @@ describe('metrics and traces through OpenTelemetry', () => {
   it('counts the lock rows recovered at start-up', async () => {
     const first = await start({ appId: 'phoenix' });
     await first.locks.tryLocks(['NEST_WRITE', 'EGG_READ']);
+    expect(total(await sdk.collect(), M('grants'), { 'app.id': 'phoenix' })).toBe(2);
     await first.close();
     apps.splice(apps.indexOf(first), 1);
     await start({ appId: 'phoenix' });
