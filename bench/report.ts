@@ -189,8 +189,22 @@ export function formatTelemetry(measurements: readonly Measurement[], target: Ta
     formatTable(measurements),
     '',
     formatTargets([target]),
+    ...informativeTelemetryRatio(measurements),
     `Recording alone (the metrics and spans of one grant + release into the same SDK, no database, ${cost.calls} calls): ` +
       `${fixed(cost.microsPerCall, 1)} µs, ${fixed((cost.microsPerCall / microsPerGrant) * 100, 1)} % of a grant + ` +
       `release with telemetry off (${fixed(microsPerGrant, 0)} µs at ${fixed(1e6 / microsPerGrant, 0)}/s)`,
+  ];
+}
+
+/** Metrics only (no TracerProvider registered) over telemetry off: no target, for the reader. */
+function informativeTelemetryRatio(measurements: readonly Measurement[]): string[] {
+  const { aggregate, perRound } = ratioOf(
+    find(measurements, 'W1', 'library-metrics-only'),
+    find(measurements, 'W1', 'library-telemetry-off'),
+  );
+  if (Number.isNaN(aggregate)) return [];
+  return [
+    `W1 metrics SDK only / telemetry off: ${fixed(perRound.median, 3)} x ` +
+      `(rounds ${range(perRound, 3)}, aggregate ${fixed(aggregate, 3)} x; no target)`,
   ];
 }

@@ -75,7 +75,7 @@ async function runWorkload(
   contenders: readonly Contender[] = contendersFor(database.url),
 ): Promise<Measurement[]> {
   const slices: (Sample & Pick<RoundSample, 'round' | 'position'>)[][] = contenders.map(() => []);
-  const label = contenders.length === 2 ? `${workload.id} telemetry` : workload.id;
+  const label = contenders.every((c) => c.id.startsWith('library-')) ? `${workload.id} telemetry` : workload.id;
   process.stderr.write(`${label} priming ... `);
   for (const contender of contenders) {
     await database.vacuum();
@@ -121,7 +121,7 @@ async function measureTelemetry(
 ): Promise<{ measurements: Measurement[]; cost: RecordingCost }> {
   const sdk = registerBenchSdk();
   try {
-    const measurements = await runWorkload(database, W1, plan, telemetryContenders(database.url));
+    const measurements = await runWorkload(database, W1, plan, telemetryContenders(database.url, sdk));
     return { measurements, cost: await measureRecordingCost() };
   } finally {
     await sdk.dispose();

@@ -10,7 +10,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Contender } from './contenders/contender.js';
-import { libraryContender } from './contenders/library.contender.js';
+import { type LibraryVariant, libraryContender } from './contenders/library.contender.js';
 // The recorder itself, apart from the module (it is internal to the package): measured with no database around it.
 import { OtelLockTelemetry } from '../lib/telemetry/otel-lock-telemetry.service.js';
 import { resolveLockOptions } from '../lib/utils/resolve-lock-options.util.js';
@@ -28,6 +28,8 @@ const droppingSpanExporter: SpanExporter = {
 
 /** The OpenTelemetry SDK as an application registers it: metrics read periodically, every span sampled and batched. */
 export interface RegisteredSdk {
+  /** Registers the TracerProvider, or unregisters it (the API's no-op spans then): for the applications booted next. */
+  tracing(on: boolean): void;
   dispose(): Promise<void>;
 }
 
@@ -42,7 +44,14 @@ export function registerBenchSdk(): RegisteredSdk {
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   api.metrics.setGlobalMeterProvider(meterProvider);
   api.trace.setGlobalTracerProvider(tracerProvider);
+  let tracing = true;
   return {
+    tracing(on) {
+      if (on === tracing) return;
+      tracing = on;
+      if (on) api.trace.setGlobalTracerProvider(tracerProvider);
+      else api.trace.disable();
+    },
     async dispose() {
       clearInterval(clear);
       api.metrics.disable();
@@ -53,19 +62,28 @@ export function registerBenchSdk(): RegisteredSdk {
   };
 }
 
-/** The library with telemetry off, and on (recording into the registered SDK), for the overhead figure. */
-export function telemetryContenders(url: string): Contender[] {
+/** `contender`, booted with the SDK's TracerProvider registered or not. */
+function withTracing(contender: Contender, sdk: RegisteredSdk, on: boolean): Contender {
+  return {
+    ...contender,
+    open: (workload) => {
+      sdk.tracing(on);
+      return contender.open(workload);
+    },
+  };
+}
+
+/**
+ * The library with telemetry off, on (recording into the registered SDK: metrics and spans), and on with metrics
+ * only (no TracerProvider registered), for the overhead figures.
+ */
+export function telemetryContenders(url: string, sdk: RegisteredSdk): Contender[] {
+  const variant = (id: LibraryVariant['id'], name: string, enabled: boolean, tracing: boolean): Contender =>
+    withTracing(libraryContender(url, { id, name, options: { telemetry: { enabled } } }), sdk, tracing);
   return [
-    libraryContender(url, {
-      id: 'library-telemetry-off',
-      name: 'LockService, telemetry off',
-      options: { telemetry: { enabled: false } },
-    }),
-    libraryContender(url, {
-      id: 'library-telemetry-on',
-      name: 'LockService, telemetry on + SDK',
-      options: { telemetry: { enabled: true } },
-    }),
+    variant('library-telemetry-off', 'LockService, telemetry off', false, true),
+    variant('library-telemetry-on', 'LockService, telemetry on + SDK', true, true),
+    variant('library-metrics-only', 'LockService, telemetry on, metrics SDK only', true, false),
   ];
 }
 

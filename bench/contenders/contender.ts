@@ -21,6 +21,7 @@ export type ContenderId =
   | 'library'
   | 'library-telemetry-off'
   | 'library-telemetry-on'
+  | 'library-metrics-only'
   | 'advisory'
   | 'seed';
 
