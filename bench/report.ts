@@ -162,3 +162,49 @@ export function formatMachine(machine: MachineInfo, workloads: readonly Workload
     ...workloads.map((w) => `${w.id}:         ${w.description}`),
   ].join('\n');
 }
+
+/** The cost of telemetry on the hot path: W1 acquisitions/s with telemetry on (and an SDK) over telemetry off. */
+export function telemetryTarget(measurements: readonly Measurement[]): TargetResult {
+  return ratio(
+    'W1 telemetry on + SDK / telemetry off',
+    find(measurements, 'W1', 'library-telemetry-on'),
+    find(measurements, 'W1', 'library-telemetry-off'),
+    0.9,
+  );
+}
+
+/** What recording costs by itself: µs of one grant + release's metrics and spans, measured apart (`recordingCost`). */
+export interface RecordingCost {
+  readonly microsPerCall: number;
+  readonly calls: number;
+}
+
+/** The telemetry rows, their throughput ratio (the target), and the recording cost against a grant + release. */
+export function formatTelemetry(measurements: readonly Measurement[], target: TargetResult, cost: RecordingCost): string[] {
+  const off = find(measurements, 'W1', 'library-telemetry-off');
+  const microsPerGrant = off ? 1e6 / ratesOf(off).acquisitionsPerSecond : Number.NaN;
+  return [
+    'Telemetry (W1; on = OpenTelemetry SDK registered: metrics read every second, every span sampled and batched):',
+    '',
+    formatTable(measurements),
+    '',
+    formatTargets([target]),
+    ...informativeTelemetryRatio(measurements),
+    `Recording alone (the metrics and spans of one grant + release into the same SDK, no database, ${cost.calls} calls): ` +
+      `${fixed(cost.microsPerCall, 1)} µs, ${fixed((cost.microsPerCall / microsPerGrant) * 100, 1)} % of a grant + ` +
+      `release with telemetry off (${fixed(microsPerGrant, 0)} µs at ${fixed(1e6 / microsPerGrant, 0)}/s)`,
+  ];
+}
+
+/** Metrics only (no TracerProvider registered) over telemetry off: no target, for the reader. */
+function informativeTelemetryRatio(measurements: readonly Measurement[]): string[] {
+  const { aggregate, perRound } = ratioOf(
+    find(measurements, 'W1', 'library-metrics-only'),
+    find(measurements, 'W1', 'library-telemetry-off'),
+  );
+  if (Number.isNaN(aggregate)) return [];
+  return [
+    `W1 metrics SDK only / telemetry off: ${fixed(perRound.median, 3)} x ` +
+      `(rounds ${range(perRound, 3)}, aggregate ${fixed(aggregate, 3)} x; no target)`,
+  ];
+}

@@ -1,7 +1,9 @@
 // `npm run bench`: nestjs-db-locks against PostgreSQL advisory locks, the durable floor and seed 000's algorithm,
 // in one run on one database. Each workload is measured in BENCH_ROUNDS (default 10) interleaved rounds; in each round
 // every contender runs BENCH_SECONDS / BENCH_ROUNDS seconds (BENCH_SECONDS default 10 per row), in an order that
-// rotates from round to round. BENCH_STRICT=1 exits 1 when a target is missed.
+// rotates from round to round. Then the cost of telemetry: W1 with telemetry off against telemetry on with the
+// OpenTelemetry SDK registered, interleaved the same way. BENCH_STRICT=1 exits 1 when a target is missed;
+// BENCH_ONLY=telemetry measures the telemetry rows alone.
 import 'reflect-metadata';
 import { type BenchDatabase, openBenchDatabase } from './bench-database.js';
 import { advisoryContender } from './contenders/advisory.contender.js';
@@ -19,10 +21,14 @@ import {
   formatTable,
   formatTargets,
   informativeRatios,
+  formatTelemetry,
+  type RecordingCost,
   targetsHeader,
+  telemetryTarget,
 } from './report.js';
+import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
 import { combineRounds, type Measurement, ratesOf, type RoundSample, type Sample } from './stats.js';
-import { type Workload, WORKLOADS } from './workloads.js';
+import { W1, type Workload, WORKLOADS } from './workloads.js';
 
 /** Unmeasured start of every slice: fresh connections, prepared statements, JIT. */
 const WARMUP_MS = 300;
@@ -62,10 +68,15 @@ function contendersFor(url: string): Contender[] {
  * small tables and a CHECKPOINT, so that none inherits another's dead rows or pays for its dirty pages (with one
  * CHECKPOINT per round, the round's first contender ran 10 to 20 % slower than in the other positions).
  */
-async function runWorkload(database: BenchDatabase, workload: Workload, plan: BenchPlan): Promise<Measurement[]> {
-  const contenders = contendersFor(database.url);
+async function runWorkload(
+  database: BenchDatabase,
+  workload: Workload,
+  plan: BenchPlan,
+  contenders: readonly Contender[] = contendersFor(database.url),
+): Promise<Measurement[]> {
   const slices: (Sample & Pick<RoundSample, 'round' | 'position'>)[][] = contenders.map(() => []);
-  process.stderr.write(`${workload.id} priming ... `);
+  const label = contenders.every((c) => c.id.startsWith('library-')) ? `${workload.id} telemetry` : workload.id;
+  process.stderr.write(`${label} priming ... `);
   for (const contender of contenders) {
     await database.vacuum();
     await measure(contender, workload, { warmupMs: plan.warmupMs, durationMs: 0 });
@@ -86,11 +97,35 @@ async function runWorkload(database: BenchDatabase, workload: Workload, plan: Be
       slices[index]?.push({ ...sample, round, position });
       progress.push(`${contender.id} ${ratesOf(sample).acquisitionsPerSecond.toFixed(0)}/s`);
     }
-    process.stderr.write(`${workload.id} round ${round + 1}/${plan.rounds}: ${progress.join(', ')}\n`);
+    process.stderr.write(`${label} round ${round + 1}/${plan.rounds}: ${progress.join(', ')}\n`);
   }
   return contenders.map((contender, index) =>
     combineRounds({ contenderId: contender.id, contender: contender.name, workload: workload.id }, slices[index] ?? []),
   );
+}
+
+/** `BENCH_ONLY=telemetry` measures the telemetry overhead alone. */
+function benchOnlyTelemetry(): boolean {
+  const only = process.env.BENCH_ONLY;
+  if (only !== undefined && only !== 'telemetry') throw new Error(`BENCH_ONLY must be "telemetry" (got ${only})`);
+  return only === 'telemetry';
+}
+
+/**
+ * The hot path (W1: tryLocks + releaseLocks of one lock) with telemetry off, and on with the OpenTelemetry SDK
+ * registered (every span sampled), in interleaved rounds like the other rows.
+ */
+async function measureTelemetry(
+  database: BenchDatabase,
+  plan: BenchPlan,
+): Promise<{ measurements: Measurement[]; cost: RecordingCost }> {
+  const sdk = registerBenchSdk();
+  try {
+    const measurements = await runWorkload(database, W1, plan, telemetryContenders(database.url, sdk));
+    return { measurements, cost: await measureRecordingCost() };
+  } finally {
+    await sdk.dispose();
+  }
 }
 
 /** Target of the notified hand-off median (issue 5). */
@@ -120,29 +155,45 @@ async function main(): Promise<number> {
   try {
     const machine = await describeMachine(database);
     const started = Date.now();
+    const telemetryOnly = benchOnlyTelemetry();
     const measurements: Measurement[] = [];
-    for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
-    const handoff = await measureHandoff(database.url, positiveNumber('BENCH_HANDOFFS', '100', true));
+    let handoff: HandoffResult[] = [];
+    if (!telemetryOnly) {
+      for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
+      handoff = await measureHandoff(database.url, positiveNumber('BENCH_HANDOFFS', '100', true));
+    }
+    const telemetry = await measureTelemetry(database, plan);
     process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-    const targets = evaluateTargets(measurements);
-    const handoffMet = (handoff[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS;
-    const missed = [...targets.filter((t) => !t.met).map((t) => t.label), ...(handoffMet ? [] : ['hand-off median'])];
+    const targets = telemetryOnly ? [] : evaluateTargets(measurements);
+    const handoffMet = telemetryOnly || (handoff[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS;
+    const overhead = telemetryTarget(telemetry.measurements);
+    const missed = [
+      ...[...targets, overhead].filter((t) => !t.met).map((t) => t.label),
+      ...(handoffMet ? [] : ['hand-off median']),
+    ];
+    const main = telemetryOnly
+      ? []
+      : [
+          formatTable(measurements),
+          '',
+          targetsHeader(plan),
+          formatTargets(targets),
+          '',
+          'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
+          ...informativeRatios(measurements),
+          '',
+          ...formatHandoff(handoff),
+          '',
+        ];
     console.log(
       [
         '',
         'nestjs-db-locks benchmark (acquire + release)',
         '',
-        formatMachine(machine, WORKLOADS, plan),
+        formatMachine(machine, telemetryOnly ? [W1] : WORKLOADS, plan),
         '',
-        formatTable(measurements),
-        '',
-        targetsHeader(plan),
-        formatTargets(targets),
-        '',
-        'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
-        ...informativeRatios(measurements),
-        '',
-        ...formatHandoff(handoff),
+        ...main,
+        ...formatTelemetry(telemetry.measurements, overhead, telemetry.cost),
         '',
         missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.join('; ')}`,
       ].join('\n'),

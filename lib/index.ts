@@ -32,6 +32,7 @@ export type {
   LockPermitsEntry,
   LockSchemaStatus,
   LockHealth,
+  LockTelemetryOptions,
 } from './interfaces/index.js';
 export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
 export {

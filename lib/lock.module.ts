@@ -20,6 +20,7 @@ import { LockNotifications } from './services/lock-notifications.service.js';
 import { LockReaper } from './services/lock-reaper.service.js';
 import { LockService } from './services/lock.service.js';
 import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
+import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
  * Named read/write locks with permits in the application's PostgreSQL database.
@@ -42,6 +43,7 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
   imports: [DiscoveryModule],
   providers: [
     resolvedOptionsProvider,
+    lockTelemetryProvider,
     LockPermitsCache,
     LockLeases,
     InstanceLock,

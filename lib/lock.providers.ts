@@ -9,6 +9,7 @@ import { LockStore } from './store/lock.store.js';
 import { PostgresLockAdminStore } from './store/postgres-lock-admin.store.js';
 import { PostgresLockStore } from './store/postgres-lock.store.js';
 import { PostgresStatementRunner } from './store/postgres-statement.runner.js';
+import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
 import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
 
 /** Validates the user's options once and applies the defaults. @internal */
@@ -22,8 +23,9 @@ export const resolvedOptionsProvider: Provider = {
 export function createLockStoreProvider(dataSource?: string): Provider {
   return {
     provide: LockStore,
-    useFactory: (ds: DataSource, options: ResolvedLockOptions) => new PostgresLockStore(ds, options),
-    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
+    useFactory: (ds: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry) =>
+      new PostgresLockStore(ds, options, telemetry),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockTelemetry],
   };
 }
 

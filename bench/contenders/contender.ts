@@ -15,7 +15,15 @@ export interface ContenderSession {
 }
 
 /** Stable identifiers of the contenders, used by the targets. */
-export type ContenderId = 'floor-sync' | 'floor-async' | 'library' | 'advisory' | 'seed';
+export type ContenderId =
+  | 'floor-sync'
+  | 'floor-async'
+  | 'library'
+  | 'library-telemetry-off'
+  | 'library-telemetry-on'
+  | 'library-metrics-only'
+  | 'advisory'
+  | 'seed';
 
 /** A way of taking locks that the benchmark measures. */
 export interface Contender {

@@ -2,20 +2,24 @@ import { type INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LockModule, LockService } from 'nestjs-db-locks';
+import { LockModule, type LockModuleOptions, LockService } from 'nestjs-db-locks';
 import type { BenchGroup } from '../workloads.js';
-import type { Contender, ContenderSession } from './contender.js';
+import type { Contender, ContenderId, ContenderSession } from './contender.js';
 
 /** Connections of the application's pool, as many as the raw contenders' dedicated clients in W2. */
 const POOL_MAX = 16;
 
 /** Boots a Nest application context the way a user wires the library. */
-export async function bootApplication(url: string, appId = 'bench'): Promise<INestApplicationContext> {
+export async function bootApplication(
+  url: string,
+  appId = 'bench',
+  options: Partial<LockModuleOptions> = {},
+): Promise<INestApplicationContext> {
   @Module({
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: POOL_MAX } }),
       ScheduleModule.forRoot(),
-      LockModule.forRoot({ appId }),
+      LockModule.forRoot({ ...options, appId }),
     ],
   })
   class BenchAppModule {}
@@ -23,13 +27,23 @@ export async function bootApplication(url: string, appId = 'bench'): Promise<INe
   return NestFactory.createApplicationContext(BenchAppModule, { logger: false });
 }
 
+/** A variant of the library contender: its id, its name and its module options. */
+export interface LibraryVariant {
+  readonly id: Extract<ContenderId, `library${string}`>;
+  readonly name: string;
+  readonly options: Partial<LockModuleOptions>;
+}
+
+/** The library with its default options. */
+const DEFAULT_VARIANT: LibraryVariant = { id: 'library', name: 'nestjs-db-locks LockService', options: {} };
+
 /** nestjs-db-locks' LockService; every benchmark client is an async loop over the one shared service. */
-export function libraryContender(url: string): Contender {
+export function libraryContender(url: string, variant: LibraryVariant = DEFAULT_VARIANT): Contender {
   return {
-    id: 'library',
-    name: 'nestjs-db-locks LockService',
+    id: variant.id,
+    name: variant.name,
     async open(workload): Promise<ContenderSession> {
-      const app = await bootApplication(url);
+      const app = await bootApplication(url, 'bench', variant.options);
       try {
         const locks = app.get(LockService);
         for (const name of workload.names) {

@@ -14,3 +14,4 @@ export type {
   LockSchemaStatus,
 } from './lock-admin.interface.js';
 export type { LockHealth } from './lock-health.interface.js';
+export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';

@@ -1,4 +1,5 @@
 import type { LockPermits } from './lock-spec.interface.js';
+import type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 
 /**
  * How `LockService` retries a database operation that the server rolled back for a transient reason (serialization
@@ -116,6 +117,11 @@ export interface LockModuleOptions {
    * @default true
    */
   asyncRelease?: boolean;
+  /**
+   * Metrics and spans through OpenTelemetry, when the application has `@opentelemetry/api` installed.
+   * @default { enabled: true, lockNameAttribute: the name up to its first ':' }
+   */
+  telemetry?: LockTelemetryOptions;
 }
 
 /**

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type RenewOutcome } from '../store/lock.store.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 
 /** One grant this process holds. */
@@ -41,6 +42,7 @@ export class LockLeases implements OnModuleDestroy {
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly telemetry: LockTelemetry,
   ) {}
 
   /** How many grants this process holds (for the metrics). */
@@ -95,6 +97,7 @@ export class LockLeases implements OnModuleDestroy {
     const grant = this.held.get(stamp);
     if (!grant) return;
     this.held.delete(stamp);
+    this.telemetry.lost(stamp);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
     grant.controller?.abort(new LockLostError(stamp, reason));
   }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { LockStore } from '../store/lock.store.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 
 /** Batches per run: one run stays short even after an outage; the next run continues. */
 const MAX_BATCHES = 50;
@@ -13,7 +14,10 @@ const MAX_BATCHES = 50;
 export class LockReaper {
   private readonly logger = new Logger('LockReaper');
 
-  constructor(@Inject(LockStore) private readonly store: LockStore) {}
+  constructor(
+    @Inject(LockStore) private readonly store: LockStore,
+    private readonly telemetry: LockTelemetry,
+  ) {}
 
   /** Reaps batch by batch until no stale grant is left (at most `MAX_BATCHES`); returns how many were reaped. */
   async reapStale(): Promise<number> {
@@ -21,6 +25,7 @@ export class LockReaper {
     for (let batch = 0; batch < MAX_BATCHES; batch++) {
       const reaped = await this.store.reap();
       if (reaped.length > 0) this.logger.warn(`Reaped stale grant(s) ${reaped.join(', ')}`);
+      this.telemetry.reaped(reaped.length);
       total += reaped.length;
       if (reaped.length === 0) break;
     }

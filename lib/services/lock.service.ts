@@ -28,6 +28,7 @@ import type {
 } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import {
   assertLimit,
   assertLockMode,
@@ -88,6 +89,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly health: LockHealthCheck,
+    private readonly telemetry: LockTelemetry,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -106,6 +108,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
       if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
     }
     await this.permitsCache.refresh();
+    const { leases, waits, store } = this;
+    this.telemetry.observe({ held: () => leases.size, waiters: () => waits.size, retries: () => store.retries });
     LockServiceHost.register(this);
   }
 
@@ -150,13 +154,20 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
       sentAt = LockLeases.now();
       return this.store.tryAcquire(group, waiter);
     };
-    const stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt) : await attempt();
+    const trace = this.telemetry.acquiring(group, waitMs);
+    let stamp: number;
+    try {
+      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt) : await attempt();
+    } catch (error) {
+      throw trace.failed(error);
+    }
     if (stamp > 0) {
       this.granted++;
       this.leases.track(stamp, sentAt);
     } else {
       this.busy++;
     }
+    trace.ended(stamp);
     return stamp;
   }
 
@@ -189,19 +200,21 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
     this.leases.beginRelease(stamp);
+    const trace = this.telemetry.releasing(stamp);
     let found: boolean;
     try {
       found = await this.store.release(stamp);
     } catch (error) {
       this.leases.releaseLater(stamp);
-      throw error;
+      throw trace.failed(error);
     }
     if (!found) {
       this.leases.lose(stamp, 'releaseLocks found it gone');
-      throw new IllegalMonitorStateError(stamp, this.options.appId);
+      throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId));
     }
     this.leases.forget(stamp);
     this.released++;
+    trace.ended();
   }
 
   /**
@@ -211,6 +224,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    */
   async releaseAllLocks(): Promise<number> {
     const freed = await this.store.recover();
+    this.telemetry.recovered(freed);
     this.leases.loseAll('releaseAllLocks freed every lock of this app');
     return freed;
   }
@@ -339,7 +353,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
 
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
-    return runLocked(this.holder, locked);
+    return this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked));
   }
 
   /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */

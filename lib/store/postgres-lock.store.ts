@@ -2,6 +2,7 @@ import type { QueryResult, QueryResultRow } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LockStoreError } from '../errors/index.js';
 import type { LockGrant, LockGrantFilter, LockLogEntry, LockRequest } from '../interfaces/index.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import {
   LockStore,
@@ -35,9 +36,10 @@ export class PostgresLockStore extends LockStore {
   constructor(
     dataSource: DataSource,
     private readonly options: ResolvedLockOptions,
+    private readonly telemetry = new LockTelemetry(),
   ) {
     super();
-    this.runner = new PostgresStatementRunner(dataSource, options);
+    this.runner = new PostgresStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new PostgresLockAdminStore(this.runner, dataSource);
     this.hotPath = new PostgresHotPath((operation, grants, query) => this.run(operation, grants, query), options);
   }
@@ -135,7 +137,7 @@ export class PostgresLockStore extends LockStore {
         return await openInstanceSession(await this.runner.connect('claimAppId'), appId, instance, this.hotPath.lane);
       } catch (error) {
         const retry = error instanceof LockStoreError && isConnectionFailure(error.cause);
-        if (!retry || attempt >= this.options.retry.maxAttempts) throw error;
+        if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);
         this.runner.countRetry();
       }
     }

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
-import type { LockModuleOptions, LockPermits, LockRetryOptions } from '../interfaces/index.js';
+import type { LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
 
 /** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
@@ -20,6 +21,7 @@ export interface ResolvedLockOptions {
   readonly instance: string;
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
+  readonly telemetry: Required<LockTelemetryOptions>;
 }
 
 /** Longest period a timer accepts. */
@@ -72,7 +74,21 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     instance,
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
+    telemetry: telemetryOptions(options.telemetry),
   };
+}
+
+function telemetryOptions(telemetry: LockTelemetryOptions | undefined): Required<LockTelemetryOptions> {
+  if (telemetry !== undefined && (telemetry === null || typeof telemetry !== 'object')) {
+    throw new LockConfigurationError(`LockModule option telemetry must be an object (got ${String(telemetry)})`);
+  }
+  const lockNameAttribute = telemetry?.lockNameAttribute ?? defaultLockNameAttribute;
+  if (typeof lockNameAttribute !== 'function') {
+    throw new LockConfigurationError(
+      `LockModule option telemetry.lockNameAttribute must be a function (got ${String(lockNameAttribute)})`,
+    );
+  }
+  return { enabled: booleanOption('telemetry.enabled', telemetry?.enabled, true), lockNameAttribute };
 }
 
 function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {

@@ -8,6 +8,7 @@ import { SAMPLE_CONFIG, type SampleConfig } from './config/sample.config.js';
 import { ConsoleModule } from './console/console.module.js';
 import { SAMPLE_MIGRATIONS } from './database/sample.migrations.js';
 import { LoansModule } from './loans/loans.module.js';
+import { MetricsModule } from './metrics/metrics.module.js';
 import { Ws1Module } from './ws1/ws1.module.js';
 import { Ws2Module } from './ws2/ws2.module.js';
 
@@ -56,6 +57,7 @@ export class AppModule {
         Ws2Module,
         LoansModule,
         ConsoleModule,
+        MetricsModule,
       ],
     };
   }

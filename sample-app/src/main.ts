@@ -5,6 +5,7 @@ import { AppModule } from './app.module.js';
 import { clusterFromEnv, sampleBanner } from './banner.js';
 import { sampleConfigFromEnv } from './config/sample.config.js';
 import { openSampleDatabase } from './database/sample-database.js';
+import { registerSampleMetrics } from './metrics/sample-metrics.js';
 
 /**
  * `npm start`: one instance of the sample on embedded PostgreSQL (or on `DATABASE_URL`), serving the lock console.
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
   const config = sampleConfigFromEnv(process.env, database.url);
   const port = Number(process.env.PORT || 3000);
   const host = process.env.HOST || '127.0.0.1';
+  // Before the application starts: LockModule takes its meter from the provider registered now (GET /metrics).
+  registerSampleMetrics();
   const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
   await app.listen(port, host);
 
