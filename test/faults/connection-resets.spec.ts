@@ -74,7 +74,6 @@ describe('connections reset or stalled in the middle of a statement', () => {
     const name = `AMB_${fault.replace(/-/g, '_').toUpperCase()}_${size}`;
     const group: LockSpec[] = size === 1 ? [`${name}_WRITE` as const] : [`${name}_WRITE` as const, `${name}_B_READ` as const];
     const fired = proxy.arm(ACQUIRE, fault);
-    const sentAt = performance.now();
     const error = await proxied.locks.tryLocks(group).catch((e: unknown) => e);
     await fired;
     expect(error).toBeInstanceOf(LockStoreError);
@@ -91,8 +90,13 @@ describe('connections reset or stalled in the middle of a statement', () => {
     await timeUntilFree(name);
     if (size > 1) await timeUntilFree(`${name}_B`);
     const freeAfter = performance.now() - failedAt;
-    // Free within a lease and a reaper interval of the acquisition (plus the time to poll for it).
-    expect(performance.now() - sentAt).toBeLessThan(LEASE_MS + REAPER_MS + 500);
+    // Freed within a lease and a reaper interval of the grant, on the database clock (the test's polling, slow on a
+    // loaded machine, is not counted), plus a late reaper tick.
+    const [{ held_ms: heldMs }] = await db.query<{ held_ms: number }>(
+      'SELECT (extract(epoch FROM ended - acquired) * 1000)::float8 AS held_ms FROM locking_log WHERE stamp = $1',
+      [row!.stamp],
+    );
+    expect(heldMs).toBeLessThan(LEASE_MS + REAPER_MS + 500);
     process.stdout.write(`fault figures: an ambiguous grant (${fault}) was free ${freeAfter.toFixed(0)} ms after the failure\n`);
     expect((await db.query('SELECT status FROM locking_log WHERE stamp = $1', [row!.stamp]))[0]).toEqual({ status: 'REAPED' });
     // A single caller's statements run on the instance's own session, which the stall left running on the server
@@ -131,13 +135,12 @@ describe('connections reset or stalled in the middle of a statement', () => {
     // Released again on the next renewal ticks (or already released by the statement whose answer was lost).
     await until(async () => (await rowsOf(name)).length === 0, 2 * RENEW_MS + 2000);
     const freedMs = performance.now() - failedAt;
-    expect(freedMs).toBeLessThan(LEASE_MS); // well before any reaper could have freed it
     const [log] = await db.query<{ status: string; version: number }>(
       'SELECT status, version FROM locking_log WHERE stamp = $1',
       [stamp],
     );
     // Never renewed after the failed release: the acquisition (1), at most one renewal that was already in flight
-    // when the release failed, and the release.
+    // when the release failed, and the release; released, not reaped: before any reaper could have freed it.
     expect(log!.status).toBe('RELEASED');
     expect(log!.version).toBeLessThanOrEqual(3);
     process.stdout.write(`fault figures: a failed release (${fault}) was freed ${freedMs.toFixed(0)} ms after the failure\n`);
