@@ -8,6 +8,8 @@ export {
   LockHttpInterceptor,
   type LockedResponseBody,
   type LockUnavailableResponseBody,
+  type LockLostResponseBody,
+  type InvalidLockResponseBody,
 } from './interceptors/lock-http.interceptor.js';
 export type {
   LockMode,
@@ -20,6 +22,9 @@ export type {
   LockStats,
   WithLocksOptions,
   LockUnavailableAction,
+  LockSpecsFactory,
+  LockTransactionIsolation,
+  WithLocksTransactionOptions,
   LockGrant,
   LockLogEntry,
   LockLogStatus,
@@ -60,4 +65,5 @@ export {
   LockWaitAbortedError,
   LockShutdownError,
   GrantNotFoundError,
+  NoFencedTransactionError,
 } from './errors/index.js';

@@ -24,7 +24,10 @@ export const TASK_PREFIX = 'nestjs-db-locks';
 /** Injection token of the validated options with defaults applied. @internal */
 export const RESOLVED_LOCK_OPTIONS = 'nestjs-db-locks:resolved-options';
 
-/** Metadata key of the lock requests of a `@WithLocks` method (on the method's function). @internal */
+/** Injection token of the DataSource `LockModule` uses (the default of fenced transactions). @internal */
+export const LOCK_DATA_SOURCE = 'nestjs-db-locks:data-source';
+
+/** Metadata key of the lock declaration of a `@WithLocks` method (on the method's function). @internal */
 export const LOCKS_METADATA = 'nestjs-db-locks:locks';
 
 /** `@nestjs/schedule`'s metadata key marking `@Cron` / `@Interval` / `@Timeout` methods. @internal */

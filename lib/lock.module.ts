@@ -1,6 +1,6 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES } from './entities/index.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
@@ -11,6 +11,8 @@ import {
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
+import { LOCK_DATA_SOURCE } from './lock.constants.js';
+import { LockDataSources } from './services/lock-data-sources.service.js';
 import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
 import { InstanceLock } from './services/instance-lock.service.js';
 import { LockHealthCheck } from './services/lock-health.service.js';
@@ -50,6 +52,7 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
     LockReaper,
     LockNotifications,
     LockHealthCheck,
+    LockDataSources,
     LockService,
     LockTasksRegistrar,
     LockExplorer,
@@ -77,6 +80,7 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
     imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], extras.dataSource)],
     providers: [
       ...(definition.providers ?? []),
+      { provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
       createLockStoreProvider(extras.dataSource),
       createLockAdminProvider(extras.dataSource),
       ...interceptor,

@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs';
 import { InvalidLockSpecError } from '../errors/index.js';
-import type { LockSpec, WithLocksOptions } from '../interfaces/index.js';
+import type { LockSpec, LockSpecsFactory, WithLocksOptions } from '../interfaces/index.js';
 import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
@@ -9,11 +9,23 @@ import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 /** Methods `@WithLocks` accepts: the decorated method returns a Promise (or an Observable), so its own must too. */
 type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown> | void;
 
-/** The decorator `@WithLocks` returns. @publicApi */
-export type WithLocksDecorator = <T extends LockableMethod>(
+/**
+ * Refuses, at compile time, a method whose leading parameters do not match those the lock function declares `A`.
+ * @internal
+ */
+type MatchesLockFunction<P, A extends unknown[]> = P extends [...A, ...unknown[]]
+  ? unknown
+  : { readonly 'the lock function declares parameters that the method does not take': A };
+
+/**
+ * The decorator `@WithLocks` returns. `A` is the parameters of the lock function, if any: the decorated method's
+ * leading parameters must match them.
+ * @publicApi
+ */
+export type WithLocksDecorator<A extends unknown[] = never[]> = <T extends LockableMethod>(
   target: object,
   propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<T>,
+  descriptor: TypedPropertyDescriptor<T> & MatchesLockFunction<Parameters<T>, A>,
 ) => TypedPropertyDescriptor<T>;
 
 /**
@@ -28,20 +40,23 @@ export type WithLocksDecorator = <T extends LockableMethod>(
  * @WithLocks('WS2_WRITE', 'WS1_READ')
  * async rebuildWs2(): Promise<void> { … }
  *
- * @Get(':id')
- * @WithLocks({ locks: ['WS1_READ'], retryAfterSeconds: 5 })
- * async readWs1(@Param('id') id: string) { … }
+ * @Post(':id/repayments')
+ * @WithLocks({ locks: (id: number) => [`loan:${id}_WRITE`], transaction: true, retryAfterSeconds: 1 })
+ * async repay(@Param('id', ParseIntPipe) id: number, @Body() body: RepaymentDto) { … }
  * ```
+ * A function as `locks` (or as the only argument) derives the group from the method's arguments at each call; with
+ * `transaction`, the method runs in a fenced transaction (see `WithLocksOptions.transaction`).
  * When the group is not available: scheduled jobs skip the run (one log line), other methods throw
  * `LockNotAcquiredError` (HTTP 423 through `LockHttpInterceptor`); set `onUnavailable` to choose. Specs are checked
  * when the class is defined: a typo fails at start-up with `InvalidLockSpecError`.
  * @publicApi
  */
+export function WithLocks<A extends unknown[]>(locks: LockSpecsFactory<A>): WithLocksDecorator<A>;
+export function WithLocks<A extends unknown[] = never[]>(options: WithLocksOptions<A>): WithLocksDecorator<A>;
 export function WithLocks(...locks: LockSpec[]): WithLocksDecorator;
-export function WithLocks(options: WithLocksOptions): WithLocksDecorator;
-export function WithLocks(...args: (LockSpec | WithLocksOptions)[]): WithLocksDecorator {
+export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
   const lock = resolveWithLocks(args);
-  return (target, propertyKey, descriptor) => {
+  return <T extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>) => {
     const original = descriptor.value;
     const label = `${target.constructor.name}.${String(propertyKey)}`;
     if (typeof original !== 'function') {
@@ -55,7 +70,7 @@ export function WithLocks(...args: (LockSpec | WithLocksOptions)[]): WithLocksDe
         const scheduled = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
         return LockServiceHost.resolve(thisArg, label).runLocked({
           target: label,
-          lock,
+          lock: lock.forCall(callArgs),
           onUnavailable: lock.onUnavailable ?? (scheduled ? 'skip' : 'throw'),
           call: () => Reflect.apply(method, thisArg, callArgs),
         });

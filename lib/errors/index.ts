@@ -13,3 +13,4 @@ export { AppIdInUseError } from './app-id-in-use.error.js';
 export { LockWaitAbortedError } from './lock-wait-aborted.error.js';
 export { LockShutdownError } from './lock-shutdown.error.js';
 export { GrantNotFoundError } from './grant-not-found.error.js';
+export { NoFencedTransactionError } from './no-fenced-transaction.error.js';

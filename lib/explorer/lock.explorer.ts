@@ -1,20 +1,22 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LOCKS_METADATA } from '../lock.constants.js';
+import { LockDataSources } from '../services/lock-data-sources.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { LockService } from '../services/lock.service.js';
-import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
 
 interface DecoratedMethod {
   readonly label: string;
-  readonly lock: ResolvedWithLocks;
+  readonly lock: WithLocksDeclaration;
 }
 
 /**
  * Finds every `@WithLocks` method of the application at start-up. Read-only: it binds each instance to this
  * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
- * and warns when a permits row makes a decorated lock impossible to take. It never replaces a method.
+ * warns when a permits row makes a decorated lock impossible to take, and fails the start-up when a fenced
+ * transaction names a DataSource the application does not register. It never replaces a method.
  * @internal
  */
 @Injectable()
@@ -27,6 +29,7 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
     private readonly scanner: MetadataScanner,
     private readonly service: LockService,
     private readonly permits: LockPermitsCache,
+    private readonly dataSources: LockDataSources,
   ) {}
 
   onModuleInit(): void {
@@ -39,7 +42,10 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
       let decorated = false;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
         const method = (instance as Record<string, unknown>)[name];
-        const lock = typeof method === 'function' ? (Reflect.getMetadata(LOCKS_METADATA, method) as ResolvedWithLocks | undefined) : undefined;
+        const lock =
+          typeof method === 'function'
+            ? (Reflect.getMetadata(LOCKS_METADATA, method) as WithLocksDeclaration | undefined)
+            : undefined;
         if (!lock) continue;
         decorated = true;
         this.methods.push({ label: `${instance.constructor.name}.${name}`, lock });
@@ -50,9 +56,10 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     for (const { label, lock } of this.methods) {
-      const specs = lock.requests.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ');
-      this.logger.log(`@WithLocks ${label} → ${specs}`);
-      for (const request of lock.requests) {
+      if (lock.transaction) this.dataSources.get(lock.transaction.dataSource);
+      const specs = lock.requests?.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ') ?? 'locks from its arguments';
+      this.logger.log(`@WithLocks ${label} → ${specs}${lock.transaction ? ', in a fenced transaction' : ''}`);
+      for (const request of lock.requests ?? []) {
         const permits = this.permits.get(request.name)[request.mode];
         if (permits < 1) {
           this.logger.warn(`${label} can never take ${request.name} (${request.mode}): its permits row says ${permits}`);

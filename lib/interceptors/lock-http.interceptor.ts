@@ -6,13 +6,19 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { catchError, type Observable, throwError } from 'rxjs';
-import { LockNotAcquiredError, LockStoreError } from '../errors/index.js';
+import { InvalidLockSpecError, LockLostError, LockNotAcquiredError, LockStoreError } from '../errors/index.js';
 
 /** HTTP 423 Locked (RFC 4918). */
 const LOCKED = 423;
 
 /** HTTP 503 Service Unavailable. */
 const UNAVAILABLE = 503;
+
+/** HTTP 409 Conflict. */
+const CONFLICT = 409;
+
+/** HTTP 400 Bad Request. */
+const BAD_REQUEST = 400;
 
 /** The JSON body of a 423 response. @publicApi */
 export interface LockedResponseBody {
@@ -43,11 +49,41 @@ export interface LockUnavailableResponseBody {
   readonly outcomeUnknown: boolean;
 }
 
+/** The JSON body of a 409 response: the call's grant was lost, and its fenced transaction rolled back. @publicApi */
+export interface LockLostResponseBody {
+  /** Always 409. */
+  readonly statusCode: 409;
+  /** Always `'Conflict'`. */
+  readonly error: 'Conflict';
+  /** Which grant was lost and why. */
+  readonly message: string;
+  /** The stamp of the lost grant. */
+  readonly stamp: number;
+}
+
+/** The JSON body of a 400 response: the lock names derived from the request are not valid. @publicApi */
+export interface InvalidLockResponseBody {
+  /** Always 400. */
+  readonly statusCode: 400;
+  /** Always `'Bad Request'`. */
+  readonly error: 'Bad Request';
+  /** Which spec was refused and why. */
+  readonly message: string;
+}
+
 /**
- * Maps `LockNotAcquiredError` to **HTTP 423 Locked** with a JSON body naming the locks, and `Retry-After` when the
- * method declared `retryAfterSeconds`; maps `LockStoreError` (the lock database could not be reached, e.g. during a
- * restart) to **HTTP 503 Service Unavailable** with `Retry-After: 1`. Every other error passes through unchanged. `LockModule` mounts it globally
- * (extra `mountHttpInterceptor`, default true); use it with `@UseInterceptors(LockHttpInterceptor)` otherwise.
+ * Maps the lock errors of an HTTP handler to responses; every other error passes through unchanged:
+ * - `LockNotAcquiredError` → **423 Locked** with a JSON body naming the locks, and `Retry-After` when the method
+ *   declared `retryAfterSeconds`;
+ * - `LockStoreError` (the lock database could not be reached, e.g. during a restart) → **503 Service Unavailable**
+ *   with `Retry-After: 1`;
+ * - `LockLostError` (the grant was reaped before the fenced transaction could commit; it rolled back) → **409
+ *   Conflict**;
+ * - `InvalidLockSpecError` (at call time, only lock names built from the request can be malformed: fixed specs are
+ *   checked at start-up) → **400 Bad Request**.
+ *
+ * `LockModule` mounts it globally (extra `mountHttpInterceptor`, default true); use it with
+ * `@UseInterceptors(LockHttpInterceptor)` otherwise.
  * @publicApi
  */
 @Injectable()
@@ -56,30 +92,45 @@ export class LockHttpInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return next.handle();
     return next.handle().pipe(
       catchError((error: unknown) => {
-        if (error instanceof LockStoreError) {
-          setHeader(context.switchToHttp().getResponse<unknown>(), 'Retry-After', '1');
-          const body: LockUnavailableResponseBody = {
-            statusCode: UNAVAILABLE,
-            error: 'Service Unavailable',
-            message: `The lock database could not be reached (${error.operation})`,
-            outcomeUnknown: error.outcomeUnknown,
-          };
-          return throwError(() => new HttpException(body, UNAVAILABLE, { cause: error }));
-        }
-        if (!(error instanceof LockNotAcquiredError)) return throwError(() => error);
-        if (error.retryAfterSeconds !== undefined) {
-          setHeader(context.switchToHttp().getResponse<unknown>(), 'Retry-After', String(error.retryAfterSeconds));
-        }
-        const body: LockedResponseBody = {
-          statusCode: LOCKED,
-          error: 'Locked',
-          message: error.message,
-          locks: error.locks.map(({ name, mode }) => ({ name, mode })),
-        };
-        return throwError(() => new HttpException(body, LOCKED, { cause: error }));
+        const response = context.switchToHttp().getResponse<unknown>();
+        const mapped = toHttpException(error, (name, value) => setHeader(response, name, value));
+        return throwError(() => mapped ?? error);
       }),
     );
   }
+}
+
+/** The response for a lock error, or undefined for any other error. */
+function toHttpException(error: unknown, header: (name: string, value: string) => void): HttpException | undefined {
+  if (error instanceof LockStoreError) {
+    header('Retry-After', '1');
+    const body: LockUnavailableResponseBody = {
+      statusCode: UNAVAILABLE,
+      error: 'Service Unavailable',
+      message: `The lock database could not be reached (${error.operation})`,
+      outcomeUnknown: error.outcomeUnknown,
+    };
+    return new HttpException(body, UNAVAILABLE, { cause: error });
+  }
+  if (error instanceof LockNotAcquiredError) {
+    if (error.retryAfterSeconds !== undefined) header('Retry-After', String(error.retryAfterSeconds));
+    const body: LockedResponseBody = {
+      statusCode: LOCKED,
+      error: 'Locked',
+      message: error.message,
+      locks: error.locks.map(({ name, mode }) => ({ name, mode })),
+    };
+    return new HttpException(body, LOCKED, { cause: error });
+  }
+  if (error instanceof LockLostError) {
+    const body: LockLostResponseBody = { statusCode: CONFLICT, error: 'Conflict', message: error.message, stamp: error.stamp };
+    return new HttpException(body, CONFLICT, { cause: error });
+  }
+  if (error instanceof InvalidLockSpecError) {
+    const body: InvalidLockResponseBody = { statusCode: BAD_REQUEST, error: 'Bad Request', message: error.message };
+    return new HttpException(body, BAD_REQUEST, { cause: error });
+  }
+  return undefined;
 }
 
 /** Express (`setHeader`) and Fastify (`header`) responses. */

@@ -1,7 +1,13 @@
 export type { LockMode, LockSpec, LockRequest, LockPermits } from './lock-spec.interface.js';
 export type { LockModuleOptions, LockModuleExtras, LockRetryOptions } from './lock-module-options.interface.js';
 export type { LockStats } from './lock-stats.interface.js';
-export type { WithLocksOptions, LockUnavailableAction } from './with-locks-options.interface.js';
+export type {
+  WithLocksOptions,
+  LockUnavailableAction,
+  LockSpecsFactory,
+  LockTransactionIsolation,
+  WithLocksTransactionOptions,
+} from './with-locks-options.interface.js';
 export type { LockGrant, LockLogEntry, LockLogStatus } from './lock-grant.interface.js';
 export type { TryLocksOptions } from './try-locks-options.interface.js';
 export type {

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { LockMode, LockRequest } from '../interfaces/index.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { BusyLock } from '../store/lock.store.js';
@@ -13,6 +14,10 @@ export interface LockHolder {
   isHeld(stamp: number): boolean;
   /** Which of `locks` are not available now (for the log line of a skipped call). */
   busyLocks(locks: readonly LockRequest[]): Promise<BusyLock[]>;
+  /** The DataSource of a fenced transaction: the module's, or the one registered under `name`. */
+  dataSource(name?: string): DataSource;
+  /** Records "business done" for `stamps` (in stamp order) inside the transaction of `manager`; throws `LockLostError`. */
+  fence(stamps: readonly number[], manager: EntityManager): Promise<void>;
 }
 
 /** One call of a locked method. @internal */
@@ -42,6 +47,12 @@ export class LockScope {
     private readonly reused: ReadonlySet<ChainGrant>,
     private readonly own: ChainGrant | undefined,
   ) {}
+
+  /** The stamps this scope relies on: the grants it reuses and its own. */
+  get stamps(): number[] {
+    const stamps = [...this.reused].map((grant) => grant.stamp);
+    return this.own ? [...stamps, this.own.stamp] : stamps;
+  }
 
   /** Runs `fn` in this scope's chain. */
   run<R>(fn: () => R): R {

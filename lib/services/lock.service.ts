@@ -10,6 +10,7 @@ import type { EntityManager } from 'typeorm';
 import {
   IllegalMonitorStateError,
   LockLostError,
+  NoFencedTransactionError,
   LockShutdownError,
   LockWaitAbortedError,
 } from '../errors/index.js';
@@ -43,6 +44,7 @@ import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
+import { LockDataSources } from './lock-data-sources.service.js';
 import { LockHealthCheck } from './lock-health.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
@@ -51,6 +53,7 @@ import { LockNotifications } from './lock-notifications.service.js';
 import { LockReaper } from './lock-reaper.service.js';
 import { waitForGroup } from './lock-waiter.js';
 import { LockServiceHost } from './lock-service.host.js';
+import { LockTransactionContext } from './lock-transaction.storage.js';
 import type { LockedCall, LockHolder } from './lock-scope.js';
 import { runLocked } from './locked-call.runner.js';
 
@@ -77,6 +80,10 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     releaseLocks: (stamp) => this.releaseLocks(stamp),
     isHeld: (stamp) => this.leases.isHeld(stamp),
     busyLocks: (locks) => this.store.busyLocks(locks),
+    dataSource: (name) => this.dataSources.get(name),
+    fence: async (stamps, manager) => {
+      for (const stamp of stamps) await this.markBusinessDone(stamp, manager);
+    },
   };
 
   /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */
@@ -90,6 +97,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly health: LockHealthCheck,
     private readonly telemetry: LockTelemetry,
+    private readonly dataSources: LockDataSources,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -264,10 +272,21 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   }
 
   /**
-   * Seed 002's "business done": call it inside your business transaction, with that transaction's `EntityManager`.
-   * It moves the grant's log row from ACQUIRED to BUSINESS_DONE only if the grant still exists and its lease has not
-   * expired (database clock); otherwise it throws `LockLostError`, so your transaction rolls back. Once it has run,
-   * the reaper cannot free the grant until your transaction ends.
+   * The `EntityManager` of the fenced transaction the current call chain runs in (a `@WithLocks({ transaction })`
+   * method, or a call it awaits): every write through it commits only if the grants are still held at the commit.
+   * @throws NoFencedTransactionError outside a fenced transaction, or once it has ended.
+   */
+  currentManager(): EntityManager {
+    const transaction = LockTransactionContext.current(this.holder);
+    if (!transaction) throw new NoFencedTransactionError();
+    return transaction.manager;
+  }
+
+  /**
+   * "Business done": call it inside your business transaction, with that transaction's `EntityManager` (fenced
+   * transactions of `@WithLocks({ transaction })` do it for you). It marks the grant's log row BUSINESS_DONE only if
+   * the grant still exists and its lease has not expired (database clock); otherwise it throws `LockLostError`, so
+   * your transaction rolls back. Once it has run, the reaper cannot free the grant until your transaction ends.
    * @throws LockLostError
    */
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<void> {
@@ -342,10 +361,10 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @throws LockUpgradeError when the chain holds a name for read and `locks` asks for it for write.
    */
   async withLocks<T>(locks: readonly LockSpec[] | WithLocksOptions, fn: () => Promise<T> | T): Promise<T | undefined> {
-    const lock = resolveWithLocks(Array.isArray(locks) ? locks : [locks as WithLocksOptions]);
+    const lock = resolveWithLocks(Array.isArray(locks) ? locks : [locks]);
     return (await this.runLocked({
       target: fn.name || 'LockService.withLocks',
-      lock,
+      lock: lock.forCall([]),
       onUnavailable: lock.onUnavailable ?? 'throw',
       call: fn,
     })) as T | undefined;

@@ -1,6 +1,8 @@
 import { isObservable } from 'rxjs';
 import { LockStoreError } from '../errors/index.js';
-import { type LockedCall, type LockHolder, logReleaseFailure, openScope } from './lock-scope.js';
+import { runFenced } from './fenced-transaction.runner.js';
+import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure, openScope } from './lock-scope.js';
+import { type FencedTransaction, LockTransactionContext } from './lock-transaction.storage.js';
 import { lockPerSubscription } from './locked-observable.runner.js';
 
 /**
@@ -10,11 +12,20 @@ import { lockPerSubscription } from './locked-observable.runner.js';
  * subscription takes the group for itself (`lockPerSubscription`). The call's own errors pass through unchanged; a
  * release after a successful call that finds the grant gone is logged and thrown, one that cannot reach the database
  * is logged only (it is retried in the background).
+ *
+ * Inside a fenced transaction of the chain, the call joins it: its grant is kept until the transaction ends, and
+ * fenced with it. A call that asks for a transaction on another DataSource opens its own (`runFenced`).
  * @internal
  */
 export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): Promise<unknown> {
+  const { transaction } = locked.lock;
+  // Resolved before anything is taken: an unknown DataSource name fails the call with nothing held.
+  const dataSource = transaction ? holder.dataSource(transaction.dataSource) : undefined;
   const scope = await openScope(holder, locked);
   if (!scope) return undefined;
+  const open = LockTransactionContext.current(holder);
+  if (open && (dataSource === undefined || dataSource === open.dataSource)) return runJoined(locked, scope, open);
+  if (dataSource) return runFenced(holder, locked, scope, dataSource, transaction?.isolation);
   let result: unknown;
   try {
     result = await scope.run(() => {
@@ -34,4 +45,20 @@ export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): P
     if (!(releaseError instanceof LockStoreError)) throw releaseError;
   }
   return isObservable(result) ? lockPerSubscription(holder, locked, result) : result;
+}
+
+/** Runs the call in the chain's open fenced transaction (any call, unless it asks for another DataSource); its scope is released when the transaction ends, not before. */
+async function runJoined(locked: LockedCall<unknown>, scope: LockScope, transaction: FencedTransaction): Promise<unknown> {
+  const settle = async () => {
+    if (!transaction.keep(scope)) await scope.close();
+  };
+  let result: unknown;
+  try {
+    result = await scope.run(() => Promise.resolve(locked.call()));
+  } catch (error) {
+    await settle().catch((releaseError: unknown) => logReleaseFailure(locked.target, releaseError));
+    throw error;
+  }
+  await settle();
+  return result;
 }

@@ -79,11 +79,12 @@ export const PRUNE_LOG = `DELETE FROM locking_log WHERE stamp IN (
    WHERE acquired < now() - $1 * interval '1 millisecond' AND ended < now() - $1 * interval '1 millisecond'
    LIMIT $2)`;
 
-/** $1 stamp, $2 app id: ACQUIRED → BUSINESS_DONE, only while the grant exists and its lease has not expired. Run
- * inside the caller's transaction; clock_timestamp(), not now(): that transaction may have started long ago. */
+/** $1 stamp, $2 app id: → BUSINESS_DONE, only while the grant is live, exists and its lease has not expired (a grant
+ * already BUSINESS_DONE is fenced again by a later transaction that relies on it). Run inside the caller's
+ * transaction; clock_timestamp(), not now(): that transaction may have started long ago. */
 export const MARK_BUSINESS_DONE = `UPDATE locking_log
   SET status = 'BUSINESS_DONE', business_done = clock_timestamp(), version = version + 1
-  WHERE stamp = $1 AND app_id = $2 AND status = 'ACQUIRED' AND lease_expires > clock_timestamp()
+  WHERE stamp = $1 AND app_id = $2 AND status IN ${LIVE} AND lease_expires > clock_timestamp()
     AND EXISTS (SELECT 1 FROM locking WHERE stamp = $1)`;
 
 /** The grants holding locks now, oldest first, with ages computed by the database; $1 only those holding this name,

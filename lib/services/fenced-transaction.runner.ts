@@ -1,0 +1,90 @@
+import { isObservable } from 'rxjs';
+import type { DataSource, QueryRunner } from 'typeorm';
+import type { LockTransactionIsolation } from '../interfaces/index.js';
+import { InvalidLockSpecError, LockStoreError } from '../errors/index.js';
+import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure } from './lock-scope.js';
+import { FencedTransaction, type KeptScope, LockTransactionContext } from './lock-transaction.storage.js';
+
+/**
+ * Runs a locked call in a fenced transaction, the protocol of a business operation under a lock:
+ * 1. the group is already held (`scope`); a transaction is opened on the DataSource;
+ * 2. the call runs with the transaction as the chain's (`LockService.currentManager()`);
+ * 3. its last statement records "business done" for every grant the transaction relies on (its own, those it reuses,
+ *    and those of nested locked calls), which fails with `LockLostError` if any was reaped or its lease expired;
+ * 4. commit, then release the grants.
+ * Any failure before the commit rolls back, so nothing is written under a lock somebody else may hold now. Releases
+ * that fail after the commit (a grant reaped between the commit and the release, the database gone) are logged, not
+ * thrown over the result.
+ * @internal
+ */
+export async function runFenced(
+  holder: LockHolder,
+  locked: LockedCall<unknown>,
+  scope: LockScope,
+  dataSource: DataSource,
+  isolation: LockTransactionIsolation | undefined,
+): Promise<unknown> {
+  let runner: QueryRunner | undefined;
+  let transaction: FencedTransaction | undefined;
+  try {
+    runner = await begin(dataSource, isolation);
+    transaction = new FencedTransaction(dataSource, runner.manager);
+    const opened = transaction;
+    const value: unknown = await LockTransactionContext.run(holder, opened, () => scope.run(locked.call));
+    if (isObservable(value)) {
+      throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
+    }
+    const kept = opened.end();
+    await holder.fence(fencedStamps(scope, kept), runner.manager);
+    await commit(runner);
+    return value;
+  } catch (error) {
+    transaction?.end();
+    if (runner?.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+    throw error;
+  } finally {
+    await runner?.release().catch(() => undefined);
+    // Nested scopes first (the innermost last kept first): the call's own grant waits for their users to leave.
+    await releaseAll(locked.target, [...(transaction?.end() ?? [])].reverse().concat(scope));
+  }
+}
+
+/** Opens the transaction; a database that cannot be reached is a `LockStoreError` (nothing was written). */
+async function begin(dataSource: DataSource, isolation: LockTransactionIsolation | undefined): Promise<QueryRunner> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    await runner.connect();
+    await runner.startTransaction(isolation);
+    return runner;
+  } catch (error) {
+    await runner.release().catch(() => undefined);
+    throw new LockStoreError('begin the fenced transaction', codeOf(error), false, error);
+  }
+}
+
+/** Commits; a failure here leaves the outcome unknown (the COMMIT may have been applied before the failure). */
+async function commit(runner: QueryRunner): Promise<void> {
+  try {
+    await runner.commitTransaction();
+  } catch (error) {
+    throw new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
+  }
+}
+
+/** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). */
+function fencedStamps(scope: LockScope, kept: readonly KeptScope[]): number[] {
+  const stamps = new Set([...scope.stamps, ...kept.flatMap((k) => k.stamps)]);
+  return [...stamps].sort((a, b) => a - b);
+}
+
+/** Releases nested scopes first, then the call's own; failures are logged. */
+async function releaseAll(target: string, scopes: readonly KeptScope[]): Promise<void> {
+  for (const scope of scopes) {
+    await scope.close().catch((error: unknown) => logReleaseFailure(target, error));
+  }
+}
+
+function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
