@@ -215,7 +215,7 @@ describe('@WithLocks with lock names derived from the arguments', () => {
 export class TypedLockFunctions {
   @WithLocks((id: number, cents: number) => [`account:${id}:${cents}_WRITE`])
   async matches(id: number, cents: number, note: string): Promise<string> {
-    return note;
+    return `${id} ${cents} ${note}`;
   }
 
   // @ts-expect-error the lock function takes a string where the method takes a number
