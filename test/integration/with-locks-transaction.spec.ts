@@ -190,6 +190,17 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
     ]);
   });
 
+  it('LockService.withLocks runs a callback in a fenced transaction too', async () => {
+    const stamp = await app.locks.withLocks({ locks: ['PROGRAMMATIC_WRITE'], transaction: true }, async () => {
+      const own = app.locks.currentLock()!.stamp;
+      await app.locks.currentManager().query('INSERT INTO ledger (loan, cents, stamp) VALUES (6, 1, $1)', [own]);
+      return own;
+    });
+    expect(await ledgerRows()).toEqual([{ loan: 6, cents: 1, stamp: String(stamp) }]);
+    const [log] = await db.query('SELECT status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamp]);
+    expect(log).toEqual({ status: 'RELEASED', fenced: true });
+  });
+
   it('uses the isolation level asked for', async () => {
     await expect(repayments.isolation()).resolves.toBe('serializable');
   });

@@ -1,6 +1,6 @@
 import { HttpException, Injectable } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { LockNotAcquiredError } from 'nestjs-db-locks';
+import { LockLostError, LockNotAcquiredError } from 'nestjs-db-locks';
 import { ActivityService } from '../activity/activity.service.js';
 import { LoansService } from './loans.service.js';
 
@@ -46,7 +46,7 @@ export class LoanDeskJob {
     } catch (error) {
       if (error instanceof LockNotAcquiredError)
         this.activity.record(what, 'refused', `loan ${loan.id}: ${error.message}`);
-      else if (error instanceof HttpException)
+      else if (error instanceof HttpException || error instanceof LockLostError)
         this.activity.record(what, 'failed', `loan ${loan.id}: ${error.message}`);
       else throw error;
     }

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DebtEntity } from './debt.entity.js';
 import { InvestorAccountEntity } from './investor-account.entity.js';
-import { LoanBusinessRunner } from './loan-business.runner.js';
 import { LoanDeskJob } from './loan-desk.job.js';
 import { LoanOperationEntity } from './loan-operation.entity.js';
 import { LoanEntity } from './loan.entity.js';
@@ -13,7 +12,7 @@ import { LoansService } from './loans.service.js';
 @Module({
   imports: [TypeOrmModule.forFeature([LoanEntity, DebtEntity, InvestorAccountEntity, LoanOperationEntity])],
   controllers: [LoansController],
-  providers: [LoansService, LoanBusinessRunner, LoanDeskJob],
+  providers: [LoansService, LoanDeskJob],
   exports: [LoansService],
 })
 export class LoansModule {}
