@@ -3,7 +3,7 @@ export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
-export { WithLocks, type WithLocksDecorator } from './decorators/with-locks.decorator.js';
+export { WithLocks, type WithLocksDecorator, type MatchesLockFunction } from './decorators/with-locks.decorator.js';
 export {
   LockHttpInterceptor,
   type LockedResponseBody,

@@ -10,12 +10,16 @@ import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown> | void;
 
 /**
- * Refuses, at compile time, a method whose leading parameters do not match those the lock function declares `A`.
- * @internal
+ * A compile-time check of `@WithLocks`: `unknown` (no constraint) when the method's parameters `P` start with those
+ * the lock function declares (`A`), otherwise a type no descriptor has, whose property names the mismatch.
+ * @publicApi
  */
-type MatchesLockFunction<P, A extends unknown[]> = P extends [...A, ...unknown[]]
+export type MatchesLockFunction<P, A extends unknown[]> = P extends [...A, ...unknown[]]
   ? unknown
-  : { readonly 'the lock function declares parameters that the method does not take': A };
+  : {
+      /** Never present: the compiler's message names the parameters the lock function declares. */
+      readonly 'the lock function declares parameters that the method does not take': A;
+    };
 
 /**
  * The decorator `@WithLocks` returns. `A` is the parameters of the lock function, if any: the decorated method's

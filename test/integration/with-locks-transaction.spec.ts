@@ -91,6 +91,12 @@ class Repayments {
     return { own, nested, heldAfterNested };
   }
 
+  /** Not transactional: two fenced transactions in a row reuse its grant, and each fences it. */
+  @WithLocks((loanId: number) => [`loan:${loanId}_WRITE`])
+  async repayTwice(loanId: number): Promise<number[]> {
+    return [await this.repay(loanId, 1), await this.repay(loanId, 2)];
+  }
+
   @WithLocks({ locks: ['REPORT_READ'], transaction: { isolation: 'SERIALIZABLE' } })
   async isolation(): Promise<string> {
     const [row] = (await this.locks.currentManager().query('SHOW transaction_isolation')) as Array<{ transaction_isolation: string }>;
@@ -198,6 +204,17 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
     });
     expect(await ledgerRows()).toEqual([{ loan: 6, cents: 1, stamp: String(stamp) }]);
     const [log] = await db.query('SELECT status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamp]);
+    expect(log).toEqual({ status: 'RELEASED', fenced: true });
+  });
+
+  it('fences a grant again in each later transaction that reuses it (a grant already BUSINESS_DONE stays fenceable)', async () => {
+    const stamps = await repayments.repayTwice(7);
+    expect(new Set(stamps).size).toBe(1); // both transactions relied on the caller's grant
+    expect(await ledgerRows()).toEqual([
+      { loan: 7, cents: 1, stamp: String(stamps[0]) },
+      { loan: 7, cents: 2, stamp: String(stamps[0]) },
+    ]);
+    const [log] = await db.query('SELECT status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamps[0]]);
     expect(log).toEqual({ status: 'RELEASED', fenced: true });
   });
 
