@@ -26,6 +26,8 @@ import {
   targetsHeader,
   telemetryTarget,
 } from './report.js';
+import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes } from './group-size.js';
+import { formatSoak, runSoak, soakTargets } from './soak.js';
 import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
 import { combineRounds, type Measurement, ratesOf, type RoundSample, type Sample } from './stats.js';
 import { W1, type Workload, WORKLOADS } from './workloads.js';
@@ -104,11 +106,21 @@ async function runWorkload(
   );
 }
 
-/** `BENCH_ONLY=telemetry` measures the telemetry overhead alone. */
-function benchOnlyTelemetry(): boolean {
+/** `BENCH_ONLY=telemetry` or `BENCH_ONLY=groups` measures those rows alone. */
+function benchOnly(): 'telemetry' | 'groups' | undefined {
   const only = process.env.BENCH_ONLY;
-  if (only !== undefined && only !== 'telemetry') throw new Error(`BENCH_ONLY must be "telemetry" (got ${only})`);
-  return only === 'telemetry';
+  if (only !== undefined && only !== 'telemetry' && only !== 'groups') {
+    throw new Error(`BENCH_ONLY must be "telemetry" or "groups" (got ${only})`);
+  }
+  return only;
+}
+
+/** `BENCH_ONLY=groups`: the group-size table alone. */
+async function groupsOnly(database: BenchDatabase): Promise<number> {
+  const rows = await measureGroupSizes(database);
+  const target = groupSizeTarget(rows);
+  console.log(['', ...formatGroupSizes(rows), '', formatTargets([target])].join('\n'));
+  return !target.met && process.env.BENCH_STRICT === '1' ? 1 : 0;
 }
 
 /**
@@ -148,23 +160,53 @@ function formatHandoff(results: readonly HandoffResult[]): string[] {
   ];
 }
 
+/** `npm run bench -- --soak`: the soak and the memory measurements alone (about 12 minutes by default). */
+async function soak(database: BenchDatabase): Promise<number> {
+  const machine = await describeMachine(database);
+  const result = await runSoak(database);
+  const targets = soakTargets(result);
+  const missed = targets.filter((t) => !t.met).map((t) => t.label);
+  console.log(
+    [
+      '',
+      'nestjs-db-locks soak',
+      '',
+      formatMachine(machine, [], benchPlan()).split('\n').slice(0, 4).join('\n'), // CPU, Node, PostgreSQL, durability
+      '',
+      ...formatSoak(result, targets),
+      '',
+      missed.length === 0 ? 'All targets met.' : `MISSED ${missed.length} target(s): ${missed.join('; ')}`,
+    ].join('\n'),
+  );
+  return missed.length > 0 && process.env.BENCH_STRICT === '1' ? 1 : 0;
+}
+
 async function main(): Promise<number> {
   const plan = benchPlan();
   const database = await openBenchDatabase();
   process.once('SIGINT', () => void database.dispose().finally(() => process.exit(130)));
+  if (process.argv.includes('--soak') || benchOnly() === 'groups') {
+    try {
+      return await (process.argv.includes('--soak') ? soak(database) : groupsOnly(database));
+    } finally {
+      await database.dispose();
+    }
+  }
   try {
     const machine = await describeMachine(database);
     const started = Date.now();
-    const telemetryOnly = benchOnlyTelemetry();
+    const telemetryOnly = benchOnly() === 'telemetry';
     const measurements: Measurement[] = [];
     let handoff: HandoffResult[] = [];
+    let groups: GroupSizeRow[] = [];
     if (!telemetryOnly) {
       for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
       handoff = await measureHandoff(database.url, positiveNumber('BENCH_HANDOFFS', '100', true));
+      groups = await measureGroupSizes(database);
     }
     const telemetry = await measureTelemetry(database, plan);
     process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
-    const targets = telemetryOnly ? [] : evaluateTargets(measurements);
+    const targets = telemetryOnly ? [] : [...evaluateTargets(measurements), groupSizeTarget(groups)];
     const handoffMet = telemetryOnly || (handoff[0]?.medianMs ?? Number.NaN) <= HANDOFF_TARGET_MS;
     const overhead = telemetryTarget(telemetry.measurements);
     const missed = [
@@ -183,6 +225,8 @@ async function main(): Promise<number> {
           ...informativeRatios(measurements),
           '',
           ...formatHandoff(handoff),
+          '',
+          ...formatGroupSizes(groups),
           '',
         ];
     console.log(

@@ -81,12 +81,14 @@ export interface LockModuleOptions {
    */
   maxHoldMs?: number;
   /**
-   * Ended log rows (RELEASED, REAPED, RECOVERED) older than this are deleted by the reaper task; `0` keeps them.
+   * Ended log rows (RELEASED, REAPED, RECOVERED, FORCED) older than this are deleted by the reaper task of every
+   * instance, as fast as they age out (measured: retention holds at the full grant rate); `0` keeps them.
    * @default 604800000 (7 days)
    */
   logRetentionMs?: number;
   /**
-   * Rows the reaper frees or prunes per statement.
+   * Stale grants the reaper frees per statement (log rows are pruned 5,000 per statement, for up to half of
+   * `reaperIntervalMs` per run).
    * @default 100
    */
   reaperBatchSize?: number;

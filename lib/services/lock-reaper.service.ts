@@ -1,9 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 
-/** Batches per run: one run stays short even after an outage; the next run continues. */
+/** Reaping batches per run: one run stays short even after an outage; the next run continues. */
 const MAX_BATCHES = 50;
+
+/**
+ * Log rows deleted per pruning statement. Large: pruning must keep up with the grant rate of every instance at once
+ * (thousands per second each), at one statement per few thousand rows.
+ */
+export const PRUNE_BATCH_ROWS = 5000;
 
 /**
  * Frees stale grants of any instance (lease expired, or held past `maxHoldMs`) in short batches, and prunes old
@@ -17,6 +25,7 @@ export class LockReaper {
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
     private readonly telemetry: LockTelemetry,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
   /** Reaps batch by batch until no stale grant is left (at most `MAX_BATCHES`); returns how many were reaped. */
@@ -32,14 +41,19 @@ export class LockReaper {
     return total;
   }
 
-  /** Prunes old ended log rows batch by batch; returns how many were deleted. */
+  /**
+   * Prunes ended log rows older than `logRetentionMs`, batch after batch while batches come back full, for at most
+   * half the reaper's interval (then the next run goes on): retention holds at any sustained grant rate whose
+   * pruning fits in that budget, and a backlog (after an outage, or when retention is shortened) drains over a few
+   * runs without one run monopolising a connection. Returns how many rows were deleted.
+   */
   async pruneLog(): Promise<number> {
+    const deadline = performance.now() + this.options.reaperIntervalMs / 2;
     let total = 0;
-    for (let batch = 0; batch < MAX_BATCHES; batch++) {
-      const pruned = await this.store.pruneLog();
+    for (;;) {
+      const pruned = await this.store.pruneLog(PRUNE_BATCH_ROWS);
       total += pruned;
-      if (pruned === 0) break;
+      if (pruned < PRUNE_BATCH_ROWS || performance.now() >= deadline) return total;
     }
-    return total;
   }
 }

@@ -73,8 +73,8 @@ export abstract class LockStore {
   abstract renew(stamps: readonly number[]): Promise<RenewOutcome>;
   /** Frees one batch of stale grants (any app); returns their stamps. */
   abstract reap(): Promise<number[]>;
-  /** Deletes one batch of old ended log rows; returns how many. */
-  abstract pruneLog(): Promise<number>;
+  /** Deletes up to `limit` ended log rows older than the retention (rows another instance is deleting are skipped); returns how many. */
+  abstract pruneLog(limit: number): Promise<number>;
   /** ACQUIRED → BUSINESS_DONE inside the caller's transaction; false when the grant is gone or expired. */
   abstract markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean>;
   /** Opens the instance session and takes the instance lock on this app id; undefined when a live twin holds it. */

@@ -73,11 +73,14 @@ export const REAP_STALE = `SELECT locking_reap($1, $2) AS reaped`;
 /** $1 app id → lock rows freed; the app's live grants become RECOVERED. */
 export const RECOVER_APP = `SELECT locking_recover($1) AS freed`;
 
-/** $1 age (ms), $2 batch size: deletes ended log rows older than the age (found through the BRIN on `acquired`). */
+/** $1 age (ms), $2 batch size: deletes ended log rows older than the age (found through the BRIN on `acquired`).
+ * SKIP LOCKED: instances pruning at the same moment split the old rows between them instead of queueing on the same
+ * ones. */
 export const PRUNE_LOG = `DELETE FROM locking_log WHERE stamp IN (
   SELECT stamp FROM locking_log
    WHERE acquired < now() - $1 * interval '1 millisecond' AND ended < now() - $1 * interval '1 millisecond'
-   LIMIT $2)`;
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED)`;
 
 /** $1 stamp, $2 app id: → BUSINESS_DONE, only while the grant is live, exists and its lease has not expired (a grant
  * already BUSINESS_DONE is fenced again by a later transaction that relies on it). Run inside the caller's

@@ -109,11 +109,11 @@ export class PostgresLockStore extends LockStore {
     return (result.rows[0]?.reaped ?? []).map(Number);
   }
 
-  async pruneLog(): Promise<number> {
+  async pruneLog(limit: number): Promise<number> {
     if (this.options.logRetentionMs === 0) return 0;
     const result = await this.run('pruneLockLog', false, {
       text: SQL.PRUNE_LOG,
-      values: [this.options.logRetentionMs, this.options.reaperBatchSize],
+      values: [this.options.logRetentionMs, limit],
     });
     return result.rowCount ?? 0;
   }

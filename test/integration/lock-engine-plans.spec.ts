@@ -47,6 +47,12 @@ describe('engine functions plan index scans', () => {
              60000) AS stamps`,
         );
         expect(busy[0]?.stamps).toEqual(['0']);
+        // And a group of several names, one of them held: the group's one-statement check.
+        const { rows: busyGroup } = await client.query<{ stamps: string[] }>(
+          `SELECT locking_try_acquire('plans', 'plans-1', ARRAY['P3', 'P1'], ARRAY['R', 'W'], ARRAY[2],
+             ARRAY[NULL]::text[], 1, 1, 60000) AS stamps`,
+        );
+        expect(busyGroup[0]?.stamps).toEqual(['0']);
         const { rows: released } = await client.query<{ released: string[] }>(
           `SELECT locking_release('plans', ARRAY[$1::bigint], false) AS released`,
           [stamp],

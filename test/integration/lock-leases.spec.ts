@@ -10,6 +10,7 @@ import {
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
+import { LockReaper, PRUNE_BATCH_ROWS } from '../../lib/services/lock-reaper.service.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { until } from '../support/until.js';
@@ -169,6 +170,30 @@ describe('lock log, leases and the reaper', () => {
     await until(() => !holder.locks.isHeld(stamp));
     await until(async () => (await logRows()).length === 0); // pruned once older than logRetentionMs
     expect(await reaper.locks.tryLocks(['HOG_WRITE'])).toBeGreaterThan(0);
+  });
+
+  it('prunes a backlog far larger than a batch in one run, split between instances, keeping young and live rows', async () => {
+    const options = { reaperIntervalMs: 60_000, logRetentionMs: 3_600_000 }; // the task stays out of the way
+    const a = await start(db.url, { appId: 'pruner-a', ...options });
+    const b = await start(db.url, { appId: 'pruner-b', ...options });
+    const live = await a.locks.tryLocks(['LIVE_WRITE']);
+    const young = await a.locks.tryLocks(['YOUNG_WRITE']);
+    await a.locks.releaseLocks(young);
+    await db.query('UPDATE locking_log SET acquired = acquired - interval \'2 days\' WHERE stamp = $1', [live]);
+    const backlog = 6 * PRUNE_BATCH_ROWS + 123; // as after a day at a rate pruning in 5,000-row runs could not follow
+    await db.query(
+      `INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, acquired, lease_expires, ended)
+       SELECT 1000000000 + i, 'gone', 'gone', ARRAY['OLD'], ARRAY['W']::char(1)[], 'RELEASED',
+              now() - interval '2 days', now() - interval '2 days', now() - interval '2 days'
+         FROM generate_series(1, $1) AS i`,
+      [backlog],
+    );
+    const pruned = await Promise.all([a, b].map((app) => app.app.get(LockReaper).pruneLog()));
+    expect(pruned[0] + pruned[1]).toBe(backlog);
+    expect((await logRows()).map((r) => [Number(r.stamp), r.status])).toEqual([
+      [live, 'ACQUIRED'],
+      [young, 'RELEASED'],
+    ]);
   });
 
   it('never prunes the log row of a live grant, however old, so it can still be reaped', async () => {
