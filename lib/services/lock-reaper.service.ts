@@ -9,7 +9,7 @@ const MAX_BATCHES = 50;
 
 /**
  * Log rows deleted per pruning statement. Large: pruning must keep up with the grant rate of every instance at once
- * (thousands per second each), at one statement per few thousand rows.
+ * (thousands per second each), at one statement per few thousand rows. @internal
  */
 export const PRUNE_BATCH_ROWS = 5000;
 

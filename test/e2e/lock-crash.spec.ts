@@ -87,4 +87,28 @@ describe('crashes with real child processes', () => {
     expect(await statusOf(stamp)).toBe('REAPED');
     expect((await lockRows(db)).filter((row) => row.lock_name === 'LOAN:7')).toEqual([]);
   });
+
+  it('the same through @WithLocks({ locks: (loanId) => …, transaction: true }): the frozen holder rolls back with LockLostError', async () => {
+    await db.query('TRUNCATE business');
+    const holder = startHolder({ DATABASE_URL: db.url, APP_ID: 'paused-fenced', LOCKS: '8', LEASE_MS: String(LEASE_MS), MODE: 'fenced' });
+    const { stamp } = await holder.next('wrote');
+    holder.child.kill('SIGSTOP');
+    try {
+      let taken = 0;
+      const deadline = Date.now() + LEASE_MS + REAPER_MS + 3000;
+      while (taken === 0 && Date.now() < deadline) {
+        taken = await watcher.locks.tryLocks(['LOAN:8_WRITE']);
+        if (taken === 0) await sleep(50);
+      }
+      expect(taken).toBeGreaterThan(0);
+      await db.query(`INSERT INTO business (writer, stamp) VALUES ('watcher', $1)`, [taken]);
+      await watcher.locks.releaseLocks(taken);
+    } finally {
+      holder.child.kill('SIGCONT');
+    }
+    holder.send('commit');
+    expect(await holder.next('lost')).toMatchObject({ error: 'LockLostError' });
+    expect(await db.query('SELECT writer FROM business ORDER BY writer')).toEqual([{ writer: 'watcher' }]);
+    expect(await statusOf(stamp)).toBe('REAPED');
+  });
 });
