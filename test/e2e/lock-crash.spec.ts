@@ -1,4 +1,6 @@
+import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { LockSpec } from 'nestjs-db-locks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startHolder } from '../support/holder-process.js';
 import { lockRows } from '../support/lock-rows.js';
@@ -21,6 +23,28 @@ describe('crashes with real child processes', () => {
     await watcher.close();
     await db.drop();
   });
+
+  /**
+   * Freezes the holder (SIGSTOP), waits until the watcher takes `spec` (its lease ended and the reaper freed it),
+   * writes the watcher's business row under it, releases it, and thaws the holder. Returns the watcher's stamp.
+   */
+  async function takeOverWhileFrozen(child: ChildProcess, spec: LockSpec): Promise<number> {
+    child.kill('SIGSTOP');
+    try {
+      let taken = 0;
+      const deadline = Date.now() + LEASE_MS + REAPER_MS + 3000;
+      while (taken === 0 && Date.now() < deadline) {
+        taken = await watcher.locks.tryLocks([spec]);
+        if (taken === 0) await sleep(50);
+      }
+      expect(taken).toBeGreaterThan(0);
+      await db.query(`INSERT INTO business (writer, stamp) VALUES ('watcher', $1)`, [taken]);
+      await watcher.locks.releaseLocks(taken);
+      return taken;
+    } finally {
+      child.kill('SIGCONT');
+    }
+  }
 
   async function statusOf(stamp: unknown): Promise<string | undefined> {
     const rows = await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]);
@@ -66,21 +90,8 @@ describe('crashes with real child processes', () => {
     });
     const { stamp } = await holder.next('held');
     await holder.next('wrote');
-    holder.child.kill('SIGSTOP');
-    try {
-      let taken = 0;
-      const deadline = Date.now() + LEASE_MS + REAPER_MS + 3000;
-      while (taken === 0 && Date.now() < deadline) {
-        taken = await watcher.locks.tryLocks(['LOAN:7_WRITE']);
-        if (taken === 0) await sleep(50);
-      }
-      expect(taken).toBeGreaterThan(0);
-      await db.query(`INSERT INTO business (writer, stamp) VALUES ('watcher', $1)`, [taken]);
-      expect(Number(taken)).toBeGreaterThan(Number(stamp)); // the new holder's fencing token is larger
-      await watcher.locks.releaseLocks(taken);
-    } finally {
-      holder.child.kill('SIGCONT');
-    }
+    const taken = await takeOverWhileFrozen(holder.child, 'LOAN:7_WRITE');
+    expect(taken).toBeGreaterThan(Number(stamp)); // the new holder's fencing token is larger
     holder.send('commit');
     expect(await holder.next('lost')).toMatchObject({ error: 'LockLostError' });
     expect(await db.query('SELECT writer FROM business ORDER BY writer')).toEqual([{ writer: 'watcher' }]);
@@ -92,20 +103,7 @@ describe('crashes with real child processes', () => {
     await db.query('TRUNCATE business');
     const holder = startHolder({ DATABASE_URL: db.url, APP_ID: 'paused-fenced', LOCKS: '8', LEASE_MS: String(LEASE_MS), MODE: 'fenced' });
     const { stamp } = await holder.next('wrote');
-    holder.child.kill('SIGSTOP');
-    try {
-      let taken = 0;
-      const deadline = Date.now() + LEASE_MS + REAPER_MS + 3000;
-      while (taken === 0 && Date.now() < deadline) {
-        taken = await watcher.locks.tryLocks(['LOAN:8_WRITE']);
-        if (taken === 0) await sleep(50);
-      }
-      expect(taken).toBeGreaterThan(0);
-      await db.query(`INSERT INTO business (writer, stamp) VALUES ('watcher', $1)`, [taken]);
-      await watcher.locks.releaseLocks(taken);
-    } finally {
-      holder.child.kill('SIGCONT');
-    }
+    await takeOverWhileFrozen(holder.child, 'LOAN:8_WRITE');
     holder.send('commit');
     expect(await holder.next('lost')).toMatchObject({ error: 'LockLostError' });
     expect(await db.query('SELECT writer FROM business ORDER BY writer')).toEqual([{ writer: 'watcher' }]);

@@ -51,7 +51,7 @@ if (env.MODE === 'fenced') {
   WithLocks({ locks: (/** @type {number} */ loanId) => [`LOAN:${loanId}_WRITE`], transaction: true })(
     Repayments.prototype,
     'repay',
-    descriptor,
+    /** @type {never} an untyped descriptor: the parameter check is for TypeScript methods */ (descriptor),
   );
   Object.defineProperty(Repayments.prototype, 'repay', descriptor);
   try {
