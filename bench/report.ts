@@ -101,7 +101,8 @@ function retryShare(label: string, library: Measurement | undefined, max: number
 export function evaluateTargets(measurements: readonly Measurement[]): TargetResult[] {
   const library = (w: string): Measurement | undefined => find(measurements, w, 'library');
   return [
-    ratio('W1 library / durable floor (sync delete)', library('W1'), find(measurements, 'W1', 'floor-sync'), 0.9),
+    ratio('W1 library / durable floor (async delete)', library('W1'), find(measurements, 'W1', 'floor-async'), 0.9),
+    ratio('W3 library / durable floor (async delete)', library('W3'), find(measurements, 'W3', 'floor-async'), 1),
     ratio('W2 library / pg advisory locks', library('W2'), find(measurements, 'W2', 'advisory'), 0.6),
     ratio('W2 library / seed algorithm', library('W2'), find(measurements, 'W2', 'seed'), 4),
     retryShare('W1 library retries / attempts', library('W1'), 0.01),
@@ -112,7 +113,7 @@ export function evaluateTargets(measurements: readonly Measurement[]): TargetRes
 /** Ratios shown for transparency only (no target). */
 export function informativeRatios(measurements: readonly Measurement[]): string[] {
   const lines: string[] = [];
-  for (const workload of ['W1', 'W2']) {
+  for (const workload of ['W1', 'W2', 'W3']) {
     const library = find(measurements, workload, 'library');
     for (const id of ['floor-sync', 'floor-async', 'advisory', 'seed'] as const) {
       const other = find(measurements, workload, id);

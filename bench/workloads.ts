@@ -9,7 +9,7 @@ export type BenchGroup = readonly BenchLock[];
 
 /** A workload: how many concurrent clients, which names, and the group each attempt asks for. */
 export interface Workload {
-  readonly id: 'W1' | 'W2';
+  readonly id: 'W1' | 'W2' | 'W3';
   readonly description: string;
   readonly clients: number;
   readonly names: readonly string[];
@@ -49,4 +49,21 @@ export const W2: Workload = {
   },
 };
 
-export const WORKLOADS: readonly Workload[] = [W1, W2];
+const W3_NAMES: readonly string[] = Array.from({ length: 64 }, (_, i) => `bench_w3_${i}`);
+let w3Next = 0;
+
+/**
+ * W3: 16 clients, each attempt one write lock on the next of 64 names in turn: the clients hold distinct names (a
+ * name comes round again 64 attempts later, long after its release), so nothing is busy and the database can commit
+ * many grants with one flush (group commit). The floor's 16-client form is the bound.
+ */
+export const W3: Workload = {
+  id: 'W3',
+  description: '16 clients x 1 lock (write), distinct names (64 names taken in turn)',
+  clients: 16,
+  names: W3_NAMES,
+  readPermits: 1,
+  nextGroup: () => [{ name: W3_NAMES[w3Next++ % W3_NAMES.length] ?? 'bench_w3_0', mode: 'write' }],
+};
+
+export const WORKLOADS: readonly Workload[] = [W1, W2, W3];
