@@ -47,6 +47,7 @@ export {
   OrderedLockRelease1795400000000,
   OrderedLockWaiters1795500000000,
   ForcedLockRelease1795600000000,
+  GroupLockChecks1795700000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

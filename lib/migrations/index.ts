@@ -3,12 +3,14 @@ import { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-fu
 import { OrderedLockRelease1795400000000 } from './1795400000000-ordered-lock-release.js';
 import { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 import { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
+import { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
 export { OrderedLockRelease1795400000000 } from './1795400000000-ordered-lock-release.js';
 export { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 export { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
+export { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -21,4 +23,5 @@ export const LOCK_MIGRATIONS = [
   OrderedLockRelease1795400000000,
   OrderedLockWaiters1795500000000,
   ForcedLockRelease1795600000000,
+  GroupLockChecks1795700000000,
 ] as const;

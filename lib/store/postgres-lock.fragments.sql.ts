@@ -33,6 +33,17 @@ export const REQUIRE_READ_COMMITTED = `     IF current_setting('transaction_isol
          current_setting('transaction_isolation') USING ERRCODE = 'LK001';
      END IF;`;
 
+/**
+ * The batch function's first statements: refuses modes other than R and W and isolation levels other than READ
+ * COMMITTED, then turns sequential scans off for the call's transaction. @internal
+ */
+export const CHECK_BATCH_CALL = `     -- The tables have no CHECK on these columns (see DROP_HOT_PATH_CHECKS): the modes are checked here.
+     IF NOT p_modes <@ ARRAY['R', 'W'] THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', p_modes USING ERRCODE = '22023';
+     END IF;
+${REQUIRE_READ_COMMITTED}
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY`;
+
 /** Takes the batch's advisory locks in sorted key order, then opens the loop over its groups. @internal */
 export const LOCK_NAMES_THEN_EACH_GROUP = `     IF cardinality(p_names) = 1 THEN
        -- The most common call, one lock: no sort needed (a simple expression, no query).

@@ -93,12 +93,7 @@ ${Fragment.TRY_ACQUIRE_VARIABLES}
      v_permits bigint;
      v_busy    boolean;
    BEGIN
-     -- The tables have no CHECK on these columns (see DROP_HOT_PATH_CHECKS): the modes are checked here.
-     IF NOT p_modes <@ ARRAY['R', 'W'] THEN
-       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', p_modes USING ERRCODE = '22023';
-     END IF;
-${Fragment.REQUIRE_READ_COMMITTED}
-     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+${Fragment.CHECK_BATCH_CALL}
 ${Fragment.LOCK_NAMES_THEN_EACH_GROUP}
        v_busy := false;
        FOR v_i IN v_from .. v_to LOOP

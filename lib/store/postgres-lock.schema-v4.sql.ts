@@ -13,8 +13,8 @@ import {
   tryAcquireOneFunction,
 } from './postgres-lock.schema-v2.sql.js';
 
-/** Largest bigint: the position of a request that does not wait (behind every waiter). */
-const NOT_WAITING = '9223372036854775807';
+/** Largest bigint: the position of a request that does not wait (behind every waiter). @internal */
+export const NOT_WAITING = '9223372036854775807';
 
 /*
  * ORDERED_WAITERS: every waiter row takes the next value of `locking_waiter_seq` when it is inserted (a refresh keeps
@@ -27,7 +27,7 @@ const NOT_WAITING = '9223372036854775807';
  * The position is read only when a waiting writer of the name exists (the InitPlan runs on first use): the common
  * call, with no waiter, costs what it cost in the second version.
  */
-const CHECK_NAME_ORDERED = `${CHECK_PERMITS}         -- Writer preference in registration order (see ORDERED_WAITERS).
+export const CHECK_NAME_ORDERED = `${CHECK_PERMITS}         -- Writer preference in registration order (see ORDERED_WAITERS).
          IF NOT v_busy AND v_mode = 'R' THEN
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
                                AND w.expires > now()

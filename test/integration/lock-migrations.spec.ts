@@ -44,6 +44,12 @@ async function forcedRelease(db: TestDatabase): Promise<boolean> {
   return fn.length === 1 && columns.length === 2;
 }
 
+/** Whether a group is checked in one statement (the sixth migration). */
+async function groupChecks(db: TestDatabase): Promise<boolean> {
+  const rows = await db.query<{ src: string }>(`SELECT prosrc AS src FROM pg_proc WHERE proname = 'locking_try_acquire'`);
+  return rows.length === 1 && (rows[0]?.src.includes('FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)\n          WHERE') ?? false);
+}
+
 /** Grant, refuse, release and grant again: what every version of the functions must do. */
 async function exerciseEngine(locks: LockService): Promise<void> {
   const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
@@ -85,7 +91,15 @@ describe('shipped migrations', () => {
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);
     expect(await forcedRelease(db)).toBe(true);
+    expect(await groupChecks(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    await dataSource.undoLastMigration(); // the group checks in one statement
+    expect(await groupChecks(db)).toBe(false);
+    expect(await forcedRelease(db)).toBe(true);
+    app = await createLockApp(db.url, { appId: 'fifth' });
     await exerciseEngine(app.locks);
     const forced = await app.locks.tryLocks(['F_WRITE']);
     await LockAdminService.create(dataSource, { actor: 'ops' }).forceRelease(forced, 'stuck');
@@ -121,7 +135,8 @@ describe('shipped migrations', () => {
     await exerciseEngine(app.locks);
     await app.close();
 
-    expect((await dataSource.runMigrations()).length).toBe(4);
+    expect((await dataSource.runMigrations()).length).toBe(5);
+    expect(await groupChecks(db)).toBe(true);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);
     expect(await forcedRelease(db)).toBe(true);
