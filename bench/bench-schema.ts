@@ -22,6 +22,21 @@ export const CREATE_BENCH_SCHEMA: readonly string[] = [
      RETURN v_count;
    END
    $fn$`,
+  // The bare rows of a grant (bare-rows.contender.ts): released like the library, without waiting for the flush.
+  `CREATE FUNCTION bench_rows_release_async(p_stamp bigint, p_log boolean) RETURNS integer LANGUAGE plpgsql VOLATILE
+   AS $fn$
+   DECLARE
+     v_count integer;
+   BEGIN
+     PERFORM set_config('synchronous_commit', 'off', true);
+     IF p_log THEN
+       UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1 WHERE stamp = p_stamp;
+     END IF;
+     DELETE FROM locking WHERE stamp = p_stamp;
+     GET DIAGNOSTICS v_count = ROW_COUNT;
+     RETURN v_count;
+   END
+   $fn$`,
   // The seed's algorithm, on a table shaped like `locking`.
   `CREATE SEQUENCE seed_locking_stamp_seq AS bigint MINVALUE 1 NO CYCLE`,
   `CREATE TABLE seed_locking (

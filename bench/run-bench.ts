@@ -3,7 +3,7 @@
 // every contender runs BENCH_SECONDS / BENCH_ROUNDS seconds (BENCH_SECONDS default 10 per row), in an order that
 // rotates from round to round. Then the cost of telemetry: W1 with telemetry off against telemetry on with the
 // OpenTelemetry SDK registered, interleaved the same way. BENCH_STRICT=1 exits 1 when a target is missed;
-// BENCH_ONLY=telemetry measures the telemetry rows alone.
+// BENCH_ONLY=telemetry measures the telemetry rows alone, BENCH_ONLY=w1 the breakdown of W1's time alone.
 import 'reflect-metadata';
 import { type BenchDatabase, openBenchDatabase } from './bench-database.js';
 import { advisoryContender } from './contenders/advisory.contender.js';
@@ -29,6 +29,7 @@ import {
 import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes } from './group-size.js';
 import { formatSoak, runSoak, soakTargets } from './soak.js';
 import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
+import { breakdownContenders, formatBreakdown } from './w1-breakdown.js';
 import { combineRounds, type Measurement, ratesOf, type RoundSample, type Sample } from './stats.js';
 import { W1, type Workload, WORKLOADS } from './workloads.js';
 
@@ -77,7 +78,11 @@ async function runWorkload(
   contenders: readonly Contender[] = contendersFor(database.url),
 ): Promise<Measurement[]> {
   const slices: (Sample & Pick<RoundSample, 'round' | 'position'>)[][] = contenders.map(() => []);
-  const label = contenders.every((c) => c.id.startsWith('library-')) ? `${workload.id} telemetry` : workload.id;
+  const label = contenders.every((c) => c.id.startsWith('library-'))
+    ? `${workload.id} telemetry`
+    : contenders.some((c) => c.id.startsWith('rows-'))
+      ? `${workload.id} breakdown`
+      : workload.id;
   process.stderr.write(`${label} priming ... `);
   for (const contender of contenders) {
     await database.vacuum();
@@ -106,13 +111,19 @@ async function runWorkload(
   );
 }
 
-/** `BENCH_ONLY=telemetry` or `BENCH_ONLY=groups` measures those rows alone. */
-function benchOnly(): 'telemetry' | 'groups' | undefined {
+/** `BENCH_ONLY=telemetry`, `BENCH_ONLY=groups` or `BENCH_ONLY=w1` measures those rows alone. */
+function benchOnly(): 'telemetry' | 'groups' | 'w1' | undefined {
   const only = process.env.BENCH_ONLY;
-  if (only !== undefined && only !== 'telemetry' && only !== 'groups') {
-    throw new Error(`BENCH_ONLY must be "telemetry" or "groups" (got ${only})`);
+  if (only !== undefined && only !== 'telemetry' && only !== 'groups' && only !== 'w1') {
+    throw new Error(`BENCH_ONLY must be "telemetry", "groups" or "w1" (got ${only})`);
   }
   return only;
+}
+
+/** W1 for the floor, the bare rows of a grant and the library: where an uncontended grant's time goes. */
+async function measureBreakdown(database: BenchDatabase, plan: BenchPlan): Promise<string[]> {
+  const measurements = await runWorkload(database, W1, plan, breakdownContenders(database.url));
+  return [formatTable(measurements), '', ...formatBreakdown(measurements)];
 }
 
 /** `BENCH_ONLY=groups`: the group-size table alone. */
@@ -192,6 +203,14 @@ async function main(): Promise<number> {
       await database.dispose();
     }
   }
+  if (benchOnly() === 'w1') {
+    try {
+      console.log(['', ...(await measureBreakdown(database, plan))].join('\n'));
+      return 0;
+    } finally {
+      await database.dispose();
+    }
+  }
   try {
     const machine = await describeMachine(database);
     const started = Date.now();
@@ -199,8 +218,10 @@ async function main(): Promise<number> {
     const measurements: Measurement[] = [];
     let handoff: HandoffResult[] = [];
     let groups: GroupSizeRow[] = [];
+    let breakdown: string[] = [];
     if (!telemetryOnly) {
       for (const workload of WORKLOADS) measurements.push(...(await runWorkload(database, workload, plan)));
+      breakdown = await measureBreakdown(database, plan);
       handoff = await measureHandoff(database.url, positiveNumber('BENCH_HANDOFFS', '100', true));
       groups = await measureGroupSizes(database);
     }
@@ -223,6 +244,8 @@ async function main(): Promise<number> {
           '',
           'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
           ...informativeRatios(measurements),
+          '',
+          ...breakdown,
           '',
           ...formatHandoff(handoff),
           '',

@@ -18,6 +18,8 @@ export interface ContenderSession {
 export type ContenderId =
   | 'floor-sync'
   | 'floor-async'
+  | 'rows-lock'
+  | 'rows-lock-log'
   | 'library'
   | 'library-telemetry-off'
   | 'library-telemetry-on'
