@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { BenchGroup } from '../workloads.js';
 import type { Contender, ContenderClient, ContenderSession } from './contender.js';
-import { closeClients, openClients } from './pg-clients.js';
+import { openClientSession } from './pg-clients.js';
 
 /** Tries every lock of the group in one statement: exclusive for write, shared for read (session level). */
 const TRY_GROUP = {
@@ -25,14 +25,9 @@ export function advisoryContender(url: string): Contender {
   return {
     id: 'advisory',
     name: 'pg advisory locks',
-    async open(workload): Promise<ContenderSession> {
+    open(workload): Promise<ContenderSession> {
       const keys = new Map(workload.names.map((name, index) => [name, KEY_BASE + index]));
-      const connections = await openClients(url, workload.clients);
-      return {
-        clients: connections.map((connection) => advisoryClient(connection, keys)),
-        retries: () => 0,
-        close: () => closeClients(connections),
-      };
+      return openClientSession(url, workload.clients, (connection) => advisoryClient(connection, keys));
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Contender, ContenderSession } from './contender.js';
-import { closeClients, openClients } from './pg-clients.js';
+import { openClientSession } from './pg-clients.js';
 
 /** A grant's lock row alone: a stamp from the library's sequence and one `locking` row, autocommitted. */
 const INSERT_LOCK_ROW = {
@@ -32,19 +32,13 @@ export function bareRowsContender(url: string, withLogRow: boolean): Contender {
   return {
     id: withLogRow ? 'rows-lock-log' : 'rows-lock',
     name: withLogRow ? 'bare SQL: lock row + log row' : 'bare SQL: lock row',
-    async open(workload): Promise<ContenderSession> {
-      const connections = await openClients(url, workload.clients);
-      return {
-        clients: connections.map((connection, i) => ({
-          async attempt() {
-            const { rows } = await connection.query<{ stamp: string }>({ ...insert, values: [`bench_rows_${i}`, 'bench'] });
-            await connection.query({ ...RELEASE, values: [rows[0]?.stamp, withLogRow] });
-            return true;
-          },
-        })),
-        retries: () => 0,
-        close: () => closeClients(connections),
-      };
-    },
+    open: (workload): Promise<ContenderSession> =>
+      openClientSession(url, workload.clients, (connection, i) => ({
+        async attempt() {
+          const { rows } = await connection.query<{ stamp: string }>({ ...insert, values: [`bench_rows_${i}`, 'bench'] });
+          await connection.query({ ...RELEASE, values: [rows[0]?.stamp, withLogRow] });
+          return true;
+        },
+      })),
   };
 }

@@ -1,5 +1,5 @@
 import type { Contender, ContenderSession } from './contender.js';
-import { closeClients, openClients } from './pg-clients.js';
+import { openClientSession } from './pg-clients.js';
 
 const INSERT = { name: 'bench_floor_insert', text: 'INSERT INTO bench_floor (id, app_id) VALUES ($1, $2)' };
 const DELETE_SYNC = { name: 'bench_floor_delete', text: 'DELETE FROM bench_floor WHERE id = $1' };
@@ -16,20 +16,14 @@ export function floorContender(url: string, asyncDelete: boolean): Contender {
   return {
     id: asyncDelete ? 'floor-async' : 'floor-sync',
     name: asyncDelete ? 'durable floor (async delete)' : 'durable floor (sync delete)',
-    async open(workload): Promise<ContenderSession> {
-      const connections = await openClients(url, workload.clients);
-      return {
-        clients: connections.map((connection) => ({
-          async attempt() {
-            const id = ++nextId;
-            await connection.query({ ...INSERT, values: [id, 'bench'] });
-            await connection.query({ ...remove, values: [id] });
-            return true;
-          },
-        })),
-        retries: () => 0,
-        close: () => closeClients(connections),
-      };
-    },
+    open: (workload): Promise<ContenderSession> =>
+      openClientSession(url, workload.clients, (connection) => ({
+        async attempt() {
+          const id = ++nextId;
+          await connection.query({ ...INSERT, values: [id, 'bench'] });
+          await connection.query({ ...remove, values: [id] });
+          return true;
+        },
+      })),
   };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { ContenderClient, ContenderSession } from './contender.js';
 
 /** Opens `count` dedicated connections (one per benchmark client). */
 export async function openClients(url: string, count: number): Promise<pg.Client[]> {
@@ -8,6 +9,20 @@ export async function openClients(url: string, count: number): Promise<pg.Client
   }
   await Promise.all(clients.map((client) => client.connect()));
   return clients;
+}
+
+/**
+ * A raw contender's session: one dedicated connection per benchmark client, each wrapped by `client`, closed
+ * together; `retries` counts the contender's own retries (none by default).
+ */
+export async function openClientSession(
+  url: string,
+  count: number,
+  client: (connection: pg.Client, index: number) => ContenderClient,
+  retries: () => number = () => 0,
+): Promise<ContenderSession> {
+  const connections = await openClients(url, count);
+  return { clients: connections.map(client), retries, close: () => closeClients(connections) };
 }
 
 /** Closes every connection. */

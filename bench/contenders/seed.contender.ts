@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { BenchGroup, Workload } from '../workloads.js';
 import type { Contender, ContenderClient, ContenderSession } from './contender.js';
-import { closeClients, openClients, sqlState } from './pg-clients.js';
+import { openClientSession, sqlState } from './pg-clients.js';
 
 const APP_ID = 'bench-seed';
 const RETRYABLE = new Set(['40001', '40P01']);
@@ -28,14 +28,14 @@ export function seedContender(url: string): Contender {
   return {
     id: 'seed',
     name: 'seed algorithm (SERIALIZABLE)',
-    async open(workload): Promise<ContenderSession> {
-      const connections = await openClients(url, workload.clients);
+    open(workload): Promise<ContenderSession> {
       const counter = { retries: 0 };
-      return {
-        clients: connections.map((connection) => seedClient(connection, workload, counter)),
-        retries: () => counter.retries,
-        close: () => closeClients(connections),
-      };
+      return openClientSession(
+        url,
+        workload.clients,
+        (connection) => seedClient(connection, workload, counter),
+        () => counter.retries,
+      );
     },
   };
 }

@@ -33,6 +33,12 @@ export const REQUIRE_READ_COMMITTED = `     IF current_setting('transaction_isol
          current_setting('transaction_isolation') USING ERRCODE = 'LK001';
      END IF;`;
 
+/** The variables of the per-name (or per-group) check that the batch function's versions declare after theirs. @internal */
+export const CHECK_VARIABLES = `     v_name    text;
+     v_mode    text;
+     v_permits bigint;
+     v_busy    boolean;`;
+
 /**
  * The batch function's first statements: refuses modes other than R and W and isolation levels other than READ
  * COMMITTED, then turns sequential scans off for the call's transaction. @internal

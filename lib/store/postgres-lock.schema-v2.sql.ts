@@ -88,10 +88,7 @@ export const tryAcquireFunction = (checkName: string): string => `CREATE OR REPL
    DECLARE
 ${Fragment.TRY_ACQUIRE_VARIABLES}
      v_i       integer;
-     v_name    text;
-     v_mode    text;
-     v_permits bigint;
-     v_busy    boolean;
+${Fragment.CHECK_VARIABLES}
    BEGIN
 ${Fragment.CHECK_BATCH_CALL}
 ${Fragment.LOCK_NAMES_THEN_EACH_GROUP}

@@ -48,10 +48,7 @@ const GROUP_BUSY = `SELECT 1
 const TRY_ACQUIRE_FUNCTION_V6 = `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
    DECLARE
 ${Fragment.TRY_ACQUIRE_VARIABLES}
-     v_name    text;
-     v_mode    text;
-     v_permits bigint;
-     v_busy    boolean;
+${Fragment.CHECK_VARIABLES}
    BEGIN
 ${Fragment.CHECK_BATCH_CALL}
      IF cardinality(p_names) = 1 THEN
