@@ -2,6 +2,7 @@ import {
   Inject,
   Injectable,
   Logger,
+  type BeforeApplicationShutdown,
   type OnApplicationShutdown,
   type OnModuleDestroy,
   type OnModuleInit,
@@ -65,7 +66,7 @@ import { runLocked } from './locked-call.runner.js';
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
+export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('LockService');
   private granted = 0;
   private busy = 0;
@@ -74,6 +75,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   private readonly closing = new AbortController();
   /** The waits under way, so that shutdown can await their clean-up. */
   private readonly waits = new Set<Promise<number>>();
+  /** The locked calls under way (`@WithLocks`, `withLocks`), so that shutdown lets them release before the pool closes. */
+  private readonly calls = new Set<Promise<unknown>>();
   /** What `@WithLocks` calls through (and the key of this service's re-entrancy context). */
   private readonly holder: LockHolder = {
     tryLocks: (locks, options) => this.tryLocks(locks, options),
@@ -128,6 +131,15 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   async onModuleDestroy(): Promise<void> {
     this.closing.abort(new LockShutdownError());
     await Promise.allSettled([...this.waits]);
+  }
+
+  /**
+   * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
+   * destroys it in the next phase, `onApplicationShutdown`); a call cut there would keep its locks until its lease
+   * expired. @internal
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.calls]);
   }
 
   /** @internal */
@@ -372,7 +384,13 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
 
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
-    return this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked));
+    const call = this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked));
+    this.calls.add(call);
+    void call.then(
+      () => this.calls.delete(call),
+      () => this.calls.delete(call),
+    );
+    return call;
   }
 
   /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */

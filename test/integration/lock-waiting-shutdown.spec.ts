@@ -1,11 +1,26 @@
 import { fileURLToPath } from 'node:url';
-import { LockShutdownError } from 'nestjs-db-locks';
+import { Injectable } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import { LockShutdownError, WithLocks } from 'nestjs-db-locks';
+import { Gate } from '../support/gate.js';
 import { startHolder } from '../support/holder-process.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 const WAITER_SCRIPT = fileURLToPath(new URL('../support/waiter.child.mjs', import.meta.url));
+
+/** Holds the job inside its locked method until the test lets it out. */
+const jobGate = new Gate();
+
+@Injectable()
+class GatedJob {
+  @Interval('gated-job', 20)
+  @WithLocks('GATED_WRITE')
+  async run(): Promise<void> {
+    await jobGate.pass();
+  }
+}
 
 describe('shutting down while waiting for locks', () => {
   let db: TestDatabase;
@@ -19,6 +34,23 @@ describe('shutting down while waiting for locks', () => {
   afterAll(async () => {
     await holder.close();
     await db.drop();
+  });
+
+  // The scheduler stops its intervals, and TypeORM destroys the DataSource, in the last phases of app.close(): a
+  // locked call still running there could not release, and its lock stayed until its lease expired.
+  it('app.close() lets the locked calls under way finish and release before the DataSource closes', async () => {
+    const jobs = await createLockApp(db.url, { appId: 'gated-jobs' }, 4, [GatedJob]);
+    await jobGate.reached();
+    let closed = false;
+    const closing = jobs.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(closed).toBe(false); // close() waits for the call in flight
+    jobGate.open();
+    await closing;
+    expect(await db.query(`SELECT * FROM locking WHERE app_id = 'gated-jobs'`)).toEqual([]);
+    const log = await db.query<{ status: string }>(`SELECT status FROM locking_log WHERE app_id = 'gated-jobs'`);
+    expect(log.length).toBeGreaterThan(0);
+    expect(log.every((row) => row.status === 'RELEASED')).toBe(true);
   });
 
   it('app.close() ends every wait at once with LockShutdownError and removes its waiter rows', async () => {
