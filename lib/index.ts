@@ -39,7 +39,15 @@ export type {
   LockHealth,
   LockTelemetryOptions,
 } from './interfaces/index.js';
-export { LOCK_ENTITIES, LockingEntity, LockingPermissionEntity, LockingLogEntity } from './entities/index.js';
+export {
+  LOCK_ENTITIES,
+  LOCK_MYSQL_ENTITIES,
+  LockingEntity,
+  LockingPermissionEntity,
+  LockingLogEntity,
+  MysqlLockingEntity,
+  MysqlLockingLogEntity,
+} from './entities/index.js';
 export {
   LOCK_MIGRATIONS,
   CreateLockTables1763683200000,

@@ -16,7 +16,7 @@ export const {
   .setClassMethodName('forRoot')
   .setFactoryMethodName('createLockOptions')
   .setExtras<LockModuleExtras>(
-    { isGlobal: true, dataSource: undefined, mountHttpInterceptor: true },
+    { isGlobal: true, dataSource: undefined, dialect: 'postgres', mountHttpInterceptor: true },
     (definition, extras) => ({
       ...definition,
       global: extras.isGlobal,

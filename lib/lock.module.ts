@@ -1,7 +1,7 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { LOCK_ENTITIES } from './entities/index.js';
+import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from './entities/index.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
 import type { LockModuleExtras } from './interfaces/index.js';
@@ -25,7 +25,7 @@ import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
 import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
- * Named read/write locks with permits in the application's PostgreSQL database.
+ * Named read/write locks with permits in the application's PostgreSQL, MySQL or MariaDB database.
  *
  * ```ts
  * @Module({
@@ -73,15 +73,19 @@ export class LockModule extends ConfigurableModuleClass {
 
 /** Adds what depends on the extras: the DataSource's entities and store, and the global HTTP interceptor. */
 function withExtras(definition: DynamicModule, extras: LockModuleExtras): DynamicModule {
+  const mysql = extras.dialect === 'mysql';
   const interceptor: Provider[] =
     extras.mountHttpInterceptor === false ? [] : [{ provide: APP_INTERCEPTOR, useClass: LockHttpInterceptor }];
   return {
     ...definition,
-    imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([...LOCK_ENTITIES], extras.dataSource)],
+    imports: [
+      ...(definition.imports ?? []),
+      TypeOrmModule.forFeature([...(mysql ? LOCK_MYSQL_ENTITIES : LOCK_ENTITIES)], extras.dataSource),
+    ],
     providers: [
       ...(definition.providers ?? []),
       { provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
-      createLockStoreProvider(extras.dataSource),
+      createLockStoreProvider(extras.dataSource, extras.dialect ?? 'postgres'),
       createLockAdminProvider(extras.dataSource),
       ...interceptor,
     ],

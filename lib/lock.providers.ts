@@ -6,9 +6,9 @@ import { RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockStore } from './store/lock.store.js';
-import { PostgresLockAdminStore } from './store/postgres-lock-admin.store.js';
-import { PostgresLockStore } from './store/postgres-lock.store.js';
-import { PostgresStatementRunner } from './store/postgres-statement.runner.js';
+import { createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
+import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
+import { LockConfigurationError } from './errors/index.js';
 import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
 import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
 
@@ -19,12 +19,23 @@ export const resolvedOptionsProvider: Provider = {
   inject: [LOCK_MODULE_OPTIONS],
 };
 
-/** The store over the application's own DataSource (default or named); the DataSource is never re-provided. @internal */
-export function createLockStoreProvider(dataSource?: string): Provider {
+/**
+ * The store over the application's own DataSource (default or named), in its dialect; the DataSource is never
+ * re-provided. @internal
+ */
+export function createLockStoreProvider(dataSource: string | undefined, dialect: LockDialect): Provider {
   return {
     provide: LockStore,
-    useFactory: (ds: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry) =>
-      new PostgresLockStore(ds, options, telemetry),
+    useFactory: (ds: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry) => {
+      const actual = lockDialectOf(ds);
+      if (actual !== dialect) {
+        throw new LockConfigurationError(
+          `The lock DataSource is ${actual === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: configure ` +
+            `LockModule.forRoot({ ..., dialect: '${actual}' }) (it picks the entities registered on the DataSource)`,
+        );
+      }
+      return createLockStore(ds, options, telemetry);
+    },
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockTelemetry],
   };
 }
@@ -33,8 +44,8 @@ export function createLockStoreProvider(dataSource?: string): Provider {
 export function createLockAdminProvider(dataSource?: string): Provider {
   return {
     provide: LockAdminService,
-    useFactory: (ds: DataSource, options: ResolvedLockOptions) =>
-      new LockAdminService(new PostgresLockAdminStore(new PostgresStatementRunner(ds, options), ds), options.instance),
-    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
+    useFactory: (ds: DataSource, options: ResolvedLockOptions, store: LockStore) =>
+      new LockAdminService(createLockAdminStore(ds, options, store), options.instance),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockStore],
   };
 }

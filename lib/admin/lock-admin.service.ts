@@ -15,8 +15,8 @@ import type {
   LockWaiterInfo,
 } from '../interfaces/index.js';
 import { LOCK_MIGRATIONS } from '../migrations/index.js';
-import { PostgresLockAdminStore } from '../store/postgres-lock-admin.store.js';
-import { PostgresStatementRunner } from '../store/postgres-statement.runner.js';
+import type { LockAdminStore } from '../store/lock-admin.store.js';
+import { createLockAdminStore } from '../store/lock-stores.factory.js';
 import {
   assertGrantFilter,
   assertLimit,
@@ -45,15 +45,15 @@ const MAX_REASON_LENGTH = 500;
 export class LockAdminService {
   /** @internal `LockModule` provides the service; outside Nest, use `LockAdminService.create`. */
   constructor(
-    private readonly store: PostgresLockAdminStore,
+    private readonly store: LockAdminStore,
     /** Who acts: recorded as `endedBy` in the log of every forced release. */
     readonly actor: string,
   ) {}
 
   /**
-   * An admin service over any initialized TypeORM DataSource (PostgreSQL) holding the lock tables, for scripts and the
-   * command line. Its statements use the DataSource's pool.
-   * @throws LockConfigurationError for a DataSource that is not PostgreSQL, or a bad option.
+   * An admin service over any initialized TypeORM DataSource (PostgreSQL, MySQL or MariaDB) holding the lock tables,
+   * for scripts and the command line. Its statements use the DataSource's pool.
+   * @throws LockConfigurationError for a DataSource of another database, or a bad option.
    */
   static create(dataSource: DataSource, options: LockAdminOptions = {}): LockAdminService {
     const actor = options.actor ?? `${hostname()}:${process.pid}`;
@@ -61,7 +61,7 @@ export class LockAdminService {
       throw new LockConfigurationError(`LockAdminService option actor must be 1-200 characters (got ${String(actor)})`);
     }
     const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs: options.queryTimeoutMs });
-    return new LockAdminService(new PostgresLockAdminStore(new PostgresStatementRunner(dataSource, resolved), dataSource), actor);
+    return new LockAdminService(createLockAdminStore(dataSource, resolved), actor);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { hostname, userInfo } from 'node:os';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { LockAdminService } from '../admin/lock-admin.service.js';
-import { LOCK_ENTITIES } from '../entities/index.js';
+import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from '../entities/index.js';
 import { toCliError, usageError } from './lock-cli.errors.js';
 
 /** How long connecting and each statement may take before the command gives up (exit code 3). @internal */
@@ -20,11 +20,21 @@ export interface DatabaseTarget {
   readonly url: string;
   /** `host:port/database`. */
   readonly where: string;
+  /** `mysql://` and `mariadb://` URLs reach MySQL or MariaDB, the others PostgreSQL. */
+  readonly dialect: 'postgres' | 'mysql';
 }
+
+/** The URL schemes the CLI accepts, and the dialect and default port of each. */
+const SCHEMES: Record<string, { readonly dialect: 'postgres' | 'mysql'; readonly port: string }> = {
+  'postgres:': { dialect: 'postgres', port: '5432' },
+  'postgresql:': { dialect: 'postgres', port: '5432' },
+  'mysql:': { dialect: 'mysql', port: '3306' },
+  'mariadb:': { dialect: 'mysql', port: '3306' },
+};
 
 /**
  * The database to use: `--url`, else `DATABASE_URL`. A usage error (exit code 2) when there is none or it is not a
- * `postgres://` URL, before any connection.
+ * `postgres://`, `mysql://` or `mariadb://` URL, before any connection.
  * @internal
  */
 export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): DatabaseTarget {
@@ -36,10 +46,17 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
   } catch {
     throw usageError('the database URL is not a URL: expected postgres://user:password@host:5432/database');
   }
-  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
-    throw usageError(`the database URL must start with postgres:// (got ${parsed.protocol}//)`);
+  const scheme = SCHEMES[parsed.protocol];
+  if (!scheme) {
+    throw usageError(`the database URL must start with postgres://, mysql:// or mariadb:// (got ${parsed.protocol}//)`);
   }
-  return { url, where: `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}` };
+  // mysql2 knows the mysql:// scheme only.
+  const driverUrl = scheme.dialect === 'mysql' ? url.replace(/^mariadb:/, 'mysql:') : url;
+  return {
+    url: driverUrl,
+    where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}`,
+    dialect: scheme.dialect,
+  };
 }
 
 /** `cli:<user>@<host>`: who the log names as the one who forced a release. @internal */
@@ -55,6 +72,18 @@ export function cliActor(): string {
 
 /** A TypeORM DataSource on `target` with short timeouts and a small pool; `extra` adds options (migrations). @internal */
 export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceOptions> = {}): DataSource {
+  if (target.dialect === 'mysql') {
+    return new DataSource({
+      type: 'mysql',
+      url: target.url,
+      entities: [...LOCK_MYSQL_ENTITIES],
+      logging: false,
+      timezone: 'Z',
+      connectTimeout: CLI_TIMEOUT_MS,
+      extra: { connectionLimit: 2 },
+      ...extra,
+    } as DataSourceOptions);
+  }
   return new DataSource({
     type: 'postgres',
     url: target.url,

@@ -1,11 +1,7 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint-as-number.transformer.js';
 import type { LockLogStatus } from '../interfaces/index.js';
 
-/** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
-const bigintAsNumber = {
-  to: (value: number | undefined) => value,
-  from: (value: string | null) => (value === null ? null : Number(value)),
-};
 
 /**
  * A row of `locking_log` (seed 002's lock log): one per grant, written in the same transaction as each state change.

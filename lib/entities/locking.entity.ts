@@ -1,10 +1,6 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint-as-number.transformer.js';
 
-/** Reads PostgreSQL `bigint` columns (strings in `pg`) as numbers; stamps stay below 2^53. */
-const bigintAsNumber = {
-  to: (value: number | undefined) => value,
-  from: (value: string | null) => (value === null ? null : Number(value)),
-};
 
 /**
  * A row of `locking` (seed 000's main table): one lock of one granted group. The engine writes it with its own SQL;

@@ -142,6 +142,14 @@ export interface LockModuleExtras {
    */
   dataSource?: string;
   /**
+   * The database of that DataSource: `'postgres'`, or `'mysql'` for MySQL 8.0+ and MariaDB 10.6+. It picks the
+   * entities `LockModule` registers on the DataSource (`LOCK_ENTITIES` or `LOCK_MYSQL_ENTITIES`), which TypeORM needs
+   * before the DataSource exists; the engine follows the DataSource's own `type`, and a mismatch fails at start-up
+   * with `LockConfigurationError`.
+   * @default 'postgres'
+   */
+  dialect?: 'postgres' | 'mysql';
+  /**
    * Mount `LockHttpInterceptor` globally, so that a controller whose `@WithLocks` group is not available answers
    * HTTP 423 Locked instead of 500.
    * @default true

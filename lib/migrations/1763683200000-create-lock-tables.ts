@@ -1,8 +1,10 @@
+import { CREATE_MYSQL_LOCK_SCHEMA, DROP_MYSQL_LOCK_SCHEMA } from '../store/mysql-lock.schema.sql.js';
 import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from '../store/postgres-lock.schema.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**
- * Creates the lock engine's sequence, tables and functions. `down` drops them all (and every lock held in them).
+ * Creates the lock engine's sequence, tables and functions (on MySQL and MariaDB: its tables, in their final form).
+ * `down` drops them all (and every lock held in them).
  * @publicApi
  */
 export class CreateLockTables1763683200000 extends LockSqlMigration {
@@ -10,4 +12,6 @@ export class CreateLockTables1763683200000 extends LockSqlMigration {
   readonly name = 'CreateLockTables1763683200000';
   protected readonly upStatements = CREATE_LOCK_SCHEMA;
   protected readonly downStatements = DROP_LOCK_SCHEMA;
+  protected override readonly mysqlUpStatements = CREATE_MYSQL_LOCK_SCHEMA;
+  protected override readonly mysqlDownStatements = DROP_MYSQL_LOCK_SCHEMA;
 }

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { LockGrant, LockGrantFilter, LockLogEntry, LockRequest } from '../interfaces/index.js';
+import type { LockAdminStore } from './lock-admin.store.js';
 
 /** A lock of a group that is not available now: held elsewhere, or a read yielding to a waiting writer. @internal */
 export interface BusyLock {
@@ -47,8 +48,8 @@ export interface ListenerCallbacks {
 
 /**
  * The storage port of the lock engine, bound to one `appId`: each call is a short transaction of its own, never part
- * of a caller's transaction (except `markBusinessDone`, which is meant to be). `PostgresLockStore` implements it; the
- * class doubles as the injection token.
+ * of a caller's transaction (except `markBusinessDone`, which is meant to be). `PostgresLockStore` and
+ * `MysqlLockStore` implement it; the class doubles as the injection token.
  * @internal
  */
 export abstract class LockStore {
@@ -88,14 +89,28 @@ export abstract class LockStore {
   abstract endStaleClaim(pid: number): Promise<void>;
   /** Describes the session holding this app id's instance lock. */
   abstract describeAppIdHolder(): Promise<string>;
+  /** The reports and permits statements of the same dialect, which no `appId` binds. */
+  protected abstract readonly reports: LockAdminStore;
+
   /** The live grants of every app (narrowed by `filter`). */
-  abstract listGrants(filter?: LockGrantFilter): Promise<LockGrant[]>;
+  listGrants(filter?: LockGrantFilter): Promise<LockGrant[]> {
+    return this.reports.listGrants(filter);
+  }
+
   /** The newest log rows. */
-  abstract listLog(limit: number): Promise<LockLogEntry[]>;
+  listLog(limit: number): Promise<LockLogEntry[]> {
+    return this.reports.listLog({ limit });
+  }
+
   /** Reads every permits row. */
-  abstract loadPermits(): Promise<PermitsRow[]>;
+  loadPermits(): Promise<PermitsRow[]> {
+    return this.reports.loadPermits();
+  }
+
   /** Writes (or, with `null`, deletes) one permits row. */
-  abstract savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void>;
+  savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
+    return this.reports.savePermits(name, mode, permits);
+  }
   /** Round trips repeated after a transient failure since start. */
   abstract readonly retries: number;
 }

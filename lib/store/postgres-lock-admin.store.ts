@@ -5,40 +5,22 @@ import type {
   LockLogEntry,
   LockLogQuery,
   LockPermitsEntry,
-  LockRequest,
   LockWaiterInfo,
 } from '../interfaces/index.js';
+import { LockAdminStore, type ForcedGrant, type SchemaRows } from './lock-admin.store.js';
 import * as Admin from './postgres-lock-admin.queries.sql.js';
 import * as SQL from './postgres-lock.queries.sql.js';
-import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from './postgres-lock-rows.util.js';
+import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from './lock-rows.util.js';
 import type { PostgresStatementRunner } from './postgres-statement.runner.js';
 
-/** A grant freed by force, as the store reports it. @internal */
-export interface ForcedGrant {
-  readonly appId: string;
-  readonly instance: string;
-  readonly locks: LockRequest[];
-  readonly heldForMs: number;
-}
-
-/** What the migrations table and the catalog say of the lock schema. @internal */
-export interface SchemaRows {
-  /** Names recorded in the migrations table, in order (empty when the table does not exist). */
-  readonly recorded: string[];
-  readonly tablesPresent: boolean;
-}
-
-/**
- * The statements that read or change every app's rows, bound to no `appId`: reports (grants, waiters, log, permits),
- * permits changes, forced release and the schema's status. `PostgresLockStore` uses it for its reports, and
- * `LockAdminService` for everything.
- * @internal
- */
-export class PostgresLockAdminStore {
+/** `LockAdminStore` on PostgreSQL. @internal */
+export class PostgresLockAdminStore extends LockAdminStore {
   constructor(
     private readonly runner: PostgresStatementRunner,
     private readonly dataSource: DataSource,
-  ) {}
+  ) {
+    super();
+  }
 
   async listGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
     const result = await this.runner.run<GrantRow>('getGrants', false, {
@@ -96,7 +78,6 @@ export class PostgresLockAdminStore {
     });
   }
 
-  /** Frees the live grant `stamp` of any app, recording `actor` and `reason`; undefined when none is live. */
   async forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined> {
     const result = await this.runner.run<{
       app_id: string;
@@ -111,7 +92,6 @@ export class PostgresLockAdminStore {
       : undefined;
   }
 
-  /** The migrations recorded in the DataSource's migrations table, and whether the lock tables exist. */
   async schemaRows(): Promise<SchemaRows> {
     const table = this.migrationsTable();
     const found = await this.runner.run<{ migrations_table: boolean; lock_tables: boolean }>('getSchemaStatus', false, {

@@ -1,7 +1,7 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LockStoreError } from '../errors/index.js';
-import type { LockGrant, LockGrantFilter, LockLogEntry, LockRequest } from '../interfaces/index.js';
+import type { LockRequest } from '../interfaces/index.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import {
@@ -10,7 +10,6 @@ import {
   type InstanceSession,
   type ListenerCallbacks,
   type LockListener,
-  type PermitsRow,
   type RenewOutcome,
 } from './lock.store.js';
 import { isConnectionFailure, toLockError } from './pg-error.util.js';
@@ -30,8 +29,7 @@ import { PostgresStatementRunner, type LockStatement } from './postgres-statemen
 export class PostgresLockStore extends LockStore {
   private readonly runner: PostgresStatementRunner;
   private readonly hotPath: PostgresHotPath;
-  /** The reports and permits statements, which no `appId` binds. */
-  private readonly reports: PostgresLockAdminStore;
+  protected readonly reports: PostgresLockAdminStore;
 
   constructor(
     dataSource: DataSource,
@@ -163,22 +161,6 @@ export class PostgresLockStore extends LockStore {
     );
     const row = result.rows[0];
     return row ? `"${row.application_name}" from ${row.client_addr ?? 'a local socket'}, backend pid ${row.pid}` : 'gone by now';
-  }
-
-  listGrants(filter?: LockGrantFilter): Promise<LockGrant[]> {
-    return this.reports.listGrants(filter);
-  }
-
-  listLog(limit: number): Promise<LockLogEntry[]> {
-    return this.reports.listLog({ limit });
-  }
-
-  loadPermits(): Promise<PermitsRow[]> {
-    return this.reports.loadPermits();
-  }
-
-  savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
-    return this.reports.savePermits(name, mode, permits);
   }
 
   /** Runs one statement through the runner (retries, timeout, typed errors). */

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../errors/index.js';
 import type { LockRetryOptions } from '../interfaces/index.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
+import { lockDialectOf } from './lock-dialect.util.js';
 import type { SessionLane } from './session-lane.util.js';
 
 /** Smallest pool the library works with: two kept sessions, and statements beside them. */
@@ -35,10 +36,8 @@ export class PostgresStatementRunner {
     private readonly options: StatementRunnerOptions,
     private readonly failed: (error: LockError) => LockError = (error) => error,
   ) {
-    if (dataSource.options.type !== 'postgres') {
-      throw new LockConfigurationError(
-        `nestjs-db-locks needs a PostgreSQL DataSource; "${String(dataSource.options.type)}" is not supported`,
-      );
+    if (lockDialectOf(dataSource) !== 'postgres') {
+      throw new LockConfigurationError(`PostgresStatementRunner needs a PostgreSQL DataSource`);
     }
   }
 

@@ -1,16 +1,9 @@
 import { CREATE_LOCK_SCHEMA } from '../../lib/store/postgres-lock.schema.sql.js';
 import { UPGRADE_LOCK_SCHEMA_V2 } from '../../lib/store/postgres-lock.schema-v2.sql.js';
-import { runLockProperty, type PropertyRunOptions } from '../support/lock-property.harness.js';
+import { CONCURRENCY_RUN, runLockProperty } from '../support/lock-property.harness.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
-const RUN: PropertyRunOptions = {
-  instances: 4,
-  workersPerInstance: 4,
-  attempts: 4000,
-  names: ['N0', 'N1', 'N2', 'N3', 'N4', 'N5'],
-  permits: { N0: { write: 2 }, N1: { read: 3 }, N3: { write: 3, read: 2 }, N4: { read: 5 } },
-  defaults: { read: 2, write: 1 },
-};
+const RUN = CONCURRENCY_RUN;
 
 describe('concurrency property: invariants 1-2 under real concurrent clients', () => {
   const databases: TestDatabase[] = [];

@@ -3,21 +3,47 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+import { mariadbInstalled, startPrivateMariadb } from './mariadb-server.mjs';
+
+/**
+ * Gives the suite a MySQL/MariaDB server for the specs of that dialect: the one in `MYSQL_URL` when set, otherwise a
+ * private MariaDB started here from the installed `mariadb-server`. Without either they are skipped, unless
+ * `REQUIRE_MARIADB=1` (CI), which makes that an error.
+ * @param {string} parent the suite's temporary folder
+ */
+async function setUpMysql(parent) {
+  if (process.env.MYSQL_URL) {
+    process.env.NDL_TEST_MYSQL_URL = process.env.MYSQL_URL;
+    return;
+  }
+  if (!mariadbInstalled()) {
+    if (process.env.REQUIRE_MARIADB === '1') {
+      throw new Error('REQUIRE_MARIADB=1 but no MYSQL_URL and no mariadb-server installed (apt-get install mariadb-server)');
+    }
+    process.stderr.write('\nNo MYSQL_URL and no mariadb-server installed: the MySQL/MariaDB specs are skipped.\n');
+    return;
+  }
+  const server = await startPrivateMariadb(join(parent, 'mariadb'));
+  Object.assign(globalThis, { __ndlMariadb: server });
+  process.env.NDL_TEST_MYSQL_URL = server.url;
+}
 
 /**
  * Gives the suite a PostgreSQL server: the one in `DATABASE_URL` when set, otherwise an embedded one started here.
- * Each test file then creates its own database on it (`test/support/test-database.ts`).
+ * Each test file then creates its own database on it (`test/support/test-database.ts`). Then a MySQL/MariaDB one.
  */
 export default async function globalSetup() {
+  const parent = mkdtempSync(join(tmpdir(), 'ndl-test-'));
+  Object.assign(globalThis, { __ndlTempDir: parent });
+  await setUpMysql(parent);
   if (process.env.DATABASE_URL) {
     process.env.NDL_TEST_ADMIN_URL = process.env.DATABASE_URL;
     return;
   }
-  const parent = mkdtempSync(join(tmpdir(), 'ndl-test-'));
   const database = await startEmbeddedPostgres({
     dataDir: join(parent, 'pg'),
     persistent: false,
   });
-  Object.assign(globalThis, { __ndlEmbedded: database, __ndlTempDir: parent });
+  Object.assign(globalThis, { __ndlEmbedded: database });
   process.env.NDL_TEST_ADMIN_URL = database.url;
 }

@@ -15,12 +15,18 @@ export interface LockApp {
   close(): Promise<void>;
 }
 
-/** The imports every test application uses: TypeORM on `url` (its own pool), ScheduleModule, LockModule. */
+/**
+ * The imports every test application uses: TypeORM on `url` (its own pool), ScheduleModule, LockModule. A `mysql://`
+ * URL opens a MariaDB/MySQL DataSource (UTC times) and configures LockModule's dialect to match.
+ */
 export function lockAppImports(url: string, options: TestLockOptions, poolSize = 4): DynamicModule[] {
+  const mysql = url.startsWith('mysql:');
   return [
-    TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, autoLoadEntities: true }),
+    mysql
+      ? TypeOrmModule.forRoot({ type: 'mariadb', url, extra: { connectionLimit: poolSize }, timezone: 'Z', autoLoadEntities: true })
+      : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, autoLoadEntities: true }),
     ScheduleModule.forRoot(),
-    LockModule.forRoot(options),
+    LockModule.forRoot(mysql ? { dialect: 'mysql', ...options } : options),
   ];
 }
 

@@ -26,6 +26,16 @@ export interface PropertyRunOptions {
   defaults: LockPermits;
 }
 
+/** The run of the concurrency property specs: 4 instances × 4 workers over 6 names with mixed permits. */
+export const CONCURRENCY_RUN: PropertyRunOptions = {
+  instances: 4,
+  workersPerInstance: 4,
+  attempts: 4000,
+  names: ['N0', 'N1', 'N2', 'N3', 'N4', 'N5'],
+  permits: { N0: { write: 2 }, N1: { read: 3 }, N3: { write: 3, read: 2 }, N4: { read: 5 } },
+  defaults: { read: 2, write: 1 },
+};
+
 /**
  * Several `LockService` instances (distinct `appId`, own pools) take random groups concurrently while a checker
  * verifies DESIGN.md invariants 1–2 from the grants it observes and from snapshots of the `locking` table.

@@ -1,0 +1,40 @@
+import type { DataSource } from 'typeorm';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import type { LockAdminStore } from './lock-admin.store.js';
+import { lockDialectOf } from './lock-dialect.util.js';
+import type { LockStore } from './lock.store.js';
+import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
+import { MysqlLockStore } from './mysql-lock.store.js';
+import { MysqlStatementRunner } from './mysql-statement.runner.js';
+import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
+import { PostgresLockStore } from './postgres-lock.store.js';
+import { PostgresStatementRunner } from './postgres-statement.runner.js';
+
+/**
+ * The lock store of the DataSource's dialect; a `LockConfigurationError` for a database that is neither PostgreSQL
+ * nor MySQL/MariaDB.
+ * @internal
+ */
+export function createLockStore(dataSource: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry): LockStore {
+  return lockDialectOf(dataSource) === 'mysql'
+    ? new MysqlLockStore(dataSource, options, telemetry)
+    : new PostgresLockStore(dataSource, options, telemetry);
+}
+
+/**
+ * The admin store of the DataSource's dialect. `store`, the instance's own lock store when there is one, lets a
+ * forced release on MySQL wake this process's waiters at once (PostgreSQL notifies every process).
+ * @internal
+ */
+export function createLockAdminStore(
+  dataSource: DataSource,
+  options: ResolvedLockOptions,
+  store?: LockStore,
+): LockAdminStore {
+  if (lockDialectOf(dataSource) === 'mysql') {
+    const wakeups = store instanceof MysqlLockStore ? store.wakeups : undefined;
+    return new MysqlLockAdminStore(new MysqlStatementRunner(dataSource, options), dataSource, wakeups);
+  }
+  return new PostgresLockAdminStore(new PostgresStatementRunner(dataSource, options), dataSource);
+}

@@ -1,0 +1,74 @@
+import { LockError, LockStoreError, LockTablesMissingError } from '../errors/index.js';
+
+/** What the `mysql2` driver puts on its errors. */
+interface MysqlDriverError {
+  readonly code?: unknown;
+  readonly errno?: unknown;
+  readonly fatal?: unknown;
+}
+
+/**
+ * Server errors after which InnoDB has rolled the transaction back (a deadlock) or the statement could not take a
+ * row lock in time: the library rolls back and runs the whole transaction again.
+ */
+const TRANSIENT_ERRNOS = new Set([
+  1213, // ER_LOCK_DEADLOCK
+  1205, // ER_LOCK_WAIT_TIMEOUT
+]);
+
+/** No such table: the migrations have not run. */
+const MISSING_TABLE_ERRNO = 1146;
+
+/** Server errors that end the session: shutdown, a killed connection. */
+const CONNECTION_ERRNOS = new Set([
+  1053, // ER_SERVER_SHUTDOWN
+  1927, // ER_CONNECTION_KILLED (MariaDB)
+  4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+]);
+
+function driverError(error: unknown): MysqlDriverError {
+  return typeof error === 'object' && error !== null ? (error as MysqlDriverError) : {};
+}
+
+/** The driver's code: `ER_…` for a server error, the Node.js code (`ECONNRESET`, …) for a socket's. @internal */
+export function mysqlCodeOf(error: unknown): string | undefined {
+  const { code } = driverError(error);
+  return typeof code === 'string' ? code : undefined;
+}
+
+function errnoOf(error: unknown): number | undefined {
+  const { errno } = driverError(error);
+  return typeof errno === 'number' ? errno : undefined;
+}
+
+/** True when the server rolled back and the transaction may simply be run again. @internal */
+export function isTransientMysqlError(error: unknown): boolean {
+  const errno = errnoOf(error);
+  return errno !== undefined && TRANSIENT_ERRNOS.has(errno);
+}
+
+/**
+ * True when the failure is the connection's, not the statement's: a socket error, a client-side timeout, a protocol
+ * error (the driver marks those `fatal`), the server shutting down or the session killed. Whatever was sent on such a
+ * connection may or may not have committed.
+ * @internal
+ */
+export function isMysqlConnectionFailure(error: unknown): boolean {
+  if (error instanceof LockError) return false;
+  const { fatal } = driverError(error);
+  const errno = errnoOf(error);
+  if (fatal === true || (errno !== undefined && CONNECTION_ERRNOS.has(errno))) return true;
+  // A server error always has an errno; anything else (a socket error, a timeout) is the connection's.
+  return errno === undefined || errno < 1000;
+}
+
+/**
+ * Turns anything the driver threw into a typed `LockError`: no raw driver error reaches a caller.
+ * @param mayHaveCommitted the transaction's COMMIT was sent: a connection failure then leaves its outcome unknown.
+ * @internal
+ */
+export function toMysqlLockError(error: unknown, operation: string, mayHaveCommitted: boolean): LockError {
+  if (error instanceof LockError) return error;
+  if (errnoOf(error) === MISSING_TABLE_ERRNO) return new LockTablesMissingError(error);
+  return new LockStoreError(operation, mysqlCodeOf(error), mayHaveCommitted && isMysqlConnectionFailure(error), error);
+}

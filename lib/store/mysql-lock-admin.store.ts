@@ -1,0 +1,187 @@
+import type { DataSource } from 'typeorm';
+import type {
+  LockGrant,
+  LockGrantFilter,
+  LockLogEntry,
+  LockLogQuery,
+  LockLogStatus,
+  LockPermitsEntry,
+  LockWaiterInfo,
+} from '../interfaces/index.js';
+import { LockAdminStore, type ForcedGrant, type SchemaRows } from './lock-admin.store.js';
+import { locksOf, toGrant, toLogEntry, type LogRow } from './lock-rows.util.js';
+import * as Admin from './mysql-lock-admin.queries.sql.js';
+import * as SQL from './mysql-lock.queries.sql.js';
+import type { MysqlWakeups } from './mysql-sessions.util.js';
+import type { MysqlStatementRunner } from './mysql-statement.runner.js';
+import { MODE_CODE } from './postgres-lock.queries.sql.js';
+
+/** A log row as MySQL sends it: JSON arrays (parsed by MySQL's driver, text from MariaDB), times as ISO strings. */
+interface MysqlLogRow {
+  stamp: string | number;
+  app_id: string;
+  instance: string;
+  lock_names: unknown;
+  lock_modes: unknown;
+  acquired: string;
+}
+
+/** A JSON array column: MySQL's JSON type arrives parsed, MariaDB's (text) does not. */
+function jsonArray(value: unknown): string[] {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? parsed.map(String) : [];
+}
+
+const dateOf = (iso: string | null): Date | null => (iso === null ? null : new Date(iso));
+
+/** The row in the shape the reports of every dialect convert. */
+function logRow(row: MysqlLogRow): LogRow {
+  return {
+    stamp: String(row.stamp),
+    app_id: row.app_id,
+    instance: row.instance,
+    lock_names: jsonArray(row.lock_names),
+    lock_modes: jsonArray(row.lock_modes),
+    acquired: new Date(row.acquired),
+  };
+}
+
+/** A `Date` as a UTC `DATETIME(6)` literal, for comparing with the tables' UTC columns. */
+const utcDatetime = (date: Date): string => date.toISOString().replace('T', ' ').replace('Z', '');
+
+/** `LockAdminStore` on MySQL and MariaDB. @internal */
+export class MysqlLockAdminStore extends LockAdminStore {
+  constructor(
+    private readonly runner: MysqlStatementRunner,
+    private readonly dataSource: DataSource,
+    /** The names freed (or the permits changed) by this process, for its own waiters. */
+    private readonly wakeups?: MysqlWakeups,
+  ) {
+    super();
+  }
+
+  async listGrants(filter: LockGrantFilter = {}): Promise<LockGrant[]> {
+    const name = filter.name ?? null;
+    const appId = filter.appId ?? null;
+    const rows = await this.runner.select<MysqlLogRow & { held_for_ms: string; lease_left_ms: string }>(
+      'getGrants',
+      Admin.SELECT_GRANTS,
+      [name, name, appId, appId],
+    );
+    return rows.map((row) =>
+      toGrant({ ...logRow(row), held_for_ms: Number(row.held_for_ms), lease_left_ms: Number(row.lease_left_ms) }),
+    );
+  }
+
+  async listLog(query: LockLogQuery & { limit: number }): Promise<LockLogEntry[]> {
+    const since = query.since === undefined ? null : utcDatetime(query.since);
+    const name = query.name ?? null;
+    const stamp = query.stamp ?? null;
+    const rows = await this.runner.select<
+      MysqlLogRow & {
+        status: LockLogStatus;
+        business_done: string | null;
+        ended: string | null;
+        ended_by: string | null;
+        end_reason: string | null;
+      }
+    >('getLog', Admin.SELECT_LOG, [since, since, since, name, name, stamp, stamp, query.limit]);
+    return rows.map((row) =>
+      toLogEntry({
+        ...logRow(row),
+        status: row.status,
+        business_done: dateOf(row.business_done),
+        ended: dateOf(row.ended),
+        ended_by: row.ended_by,
+        end_reason: row.end_reason,
+      }),
+    );
+  }
+
+  async listWaiters(name?: string): Promise<LockWaiterInfo[]> {
+    const rows = await this.runner.select<{
+      waiter: string;
+      app_id: string;
+      lock_name: string;
+      mode: string;
+      seq: string | number;
+      waiting_for_ms: string;
+      expires_in_ms: string;
+    }>('listWaiters', Admin.SELECT_WAITER_ROWS);
+    // One entry per waiter (its rows come in its registration order, names sorted), in waiting order.
+    const waiters = new Map<string, { info: LockWaiterInfo; names: string[]; modes: string[] }>();
+    for (const row of rows) {
+      const entry = waiters.get(row.waiter) ?? {
+        info: {
+          waiter: row.waiter,
+          appId: row.app_id,
+          locks: [],
+          waitingForMs: Number(row.waiting_for_ms),
+          expiresInMs: Number(row.expires_in_ms),
+          position: Number(row.seq),
+        },
+        names: [],
+        modes: [],
+      };
+      entry.names.push(row.lock_name);
+      entry.modes.push(row.mode);
+      waiters.set(row.waiter, entry);
+    }
+    return [...waiters.values()]
+      .filter((entry) => name === undefined || entry.names.includes(name))
+      .map((entry) => ({ ...entry.info, locks: locksOf(entry.names, entry.modes) }));
+  }
+
+  async loadPermits(): Promise<LockPermitsEntry[]> {
+    const rows = await this.runner.select<{ lock_name: string; mode: string; permits: number | string }>(
+      'refreshLockPermits',
+      SQL.SELECT_ALL_PERMITS,
+    );
+    return rows.map((row) => ({ name: row.lock_name, mode: row.mode === 'W' ? 'write' : 'read', permits: Number(row.permits) }));
+  }
+
+  async savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
+    await this.runner.write(
+      'setLockPermits',
+      permits === null ? SQL.DELETE_PERMITS : SQL.UPSERT_PERMITS,
+      permits === null ? [name, MODE_CODE[mode]] : [name, MODE_CODE[mode], permits],
+    );
+    // More permits (or none left to obey) may let a waiter in: this process's waiters check again.
+    this.wakeups?.freed([name]);
+  }
+
+  async forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined> {
+    const forced = await this.runner.transaction('forceRelease', false, async (tx) => {
+      const [grant] = await tx.select<MysqlLogRow>(Admin.SELECT_LIVE_GRANT, [stamp]);
+      if (!grant) return undefined;
+      await tx.write(Admin.END_GRANT_FORCED, [actor, reason, stamp]);
+      const [held] = await tx.select<{ held_for_ms: string }>(Admin.SELECT_HELD_FOR, [stamp]);
+      await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
+      const names = jsonArray(grant.lock_names);
+      return {
+        appId: grant.app_id,
+        instance: grant.instance,
+        locks: locksOf(names, jsonArray(grant.lock_modes)),
+        heldForMs: Number(held?.held_for_ms ?? 0),
+      };
+    });
+    if (forced) this.wakeups?.freed(forced.locks.map((lock) => lock.name));
+    return forced;
+  }
+
+  async schemaRows(): Promise<SchemaRows> {
+    const table = (this.dataSource.options as { migrationsTableName?: string }).migrationsTableName ?? 'migrations';
+    const [found] = await this.runner.select<{ migrations_table: string | number; lock_tables: string | number }>(
+      'getSchemaStatus',
+      Admin.SELECT_TABLES_PRESENT,
+      [table],
+    );
+    const tablesPresent = Number(found?.lock_tables) === 4;
+    if (Number(found?.migrations_table) === 0) return { recorded: [], tablesPresent };
+    const names = await this.runner.select<{ name: string }>(
+      'getSchemaStatus',
+      Admin.selectMigrationNames(`\`${table.replaceAll('`', '``')}\``),
+    );
+    return { recorded: names.map((row) => row.name), tablesPresent };
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * The statements of the running lock engine on MySQL and MariaDB, parameterised (`?`). The tables are in
+ * `mysql-lock.schema.sql.ts`. Times are database time in UTC; durations are passed in milliseconds and applied as
+ * microsecond intervals.
+ * @internal
+ */
+
+/** Statuses of a grant that still holds its locks, as an SQL list. */
+export const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
+
+/** The database's clock, in UTC (the tables hold UTC). */
+export const NOW = 'UTC_TIMESTAMP(6)';
+
+/** `NOW` plus ? milliseconds. */
+const NOW_PLUS_MS = `${NOW} + INTERVAL (? * 1000) MICROSECOND`;
+
+/** `NOW` minus ? milliseconds. */
+const NOW_MINUS_MS = `${NOW} - INTERVAL (? * 1000) MICROSECOND`;
+
+/** A UTC `DATETIME(6)` column as an ISO 8601 string (the driver would read it in the client's time zone). */
+export const isoOf = (column: string): string => `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ')`;
+
+/** `?, ?, …` for `count` values. */
+export const placeholders = (count: number): string => Array.from({ length: count }, () => '?').join(', ');
+
+/**
+ * Locks the rows of names `?…` (sorted, distinct), creating those that do not exist: the per-name mutex of a grant,
+ * held until its transaction ends. An INSERT … ON DUPLICATE KEY UPDATE takes an exclusive lock on an existing row and
+ * on a new one alike, in the order of its values: two grants that share names lock them in the same order, so they
+ * queue instead of deadlocking.
+ */
+export const lockNames = (count: number): string =>
+  `INSERT INTO locking_names (lock_name) VALUES ${Array.from({ length: count }, () => '(?)').join(', ')}
+   ON DUPLICATE KEY UPDATE lock_name = lock_name`;
+
+/**
+ * ? waiter (null when not waiting), then `count` requests, each as (name, mode) → for each, the rows held in its mode
+ * and in the other mode, its permits row (null: the defaults apply), and whether a writer that registered before the
+ * waiter waits for it (a read then yields). Read after `lockNames`, at READ
+ * COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
+ * transaction ends. Permits are read here, from committed rows, never from a client cache.
+ */
+export const checkGroup = (count: number): string => {
+  const requests = Array.from({ length: count }, (_, i) =>
+    i === 0 ? 'SELECT ? AS name, ? AS mode' : 'SELECT ?, ?',
+  ).join(' UNION ALL ');
+  return `SELECT r.name, r.mode,
+    (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode) AS same_mode,
+    (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode) AS other_mode,
+    (SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode) AS permits,
+    (r.mode = 'R' AND EXISTS (
+       SELECT 1 FROM locking_waiters w
+        WHERE w.lock_name = r.name AND w.mode = 'W' AND w.expires > ${NOW}
+          AND w.seq < COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = ?), 9223372036854775807)
+    )) AS writer_first
+  FROM (${requests}) AS r`;
+};
+
+/** ? app id, ? instance, ? names (JSON), ? modes (JSON), ? lease (ms): the grant's log row; its id is the stamp. */
+export const INSERT_GRANT_LOG = `INSERT INTO locking_log
+  (app_id, instance, lock_names, lock_modes, status, acquired, lease_expires)
+  VALUES (?, ?, ?, ?, 'ACQUIRED', ${NOW}, ${NOW_PLUS_MS})`;
+
+/** The lock rows of a grant of `count` locks: (name, mode, app id, stamp) each. */
+export const insertLocks = (count: number): string =>
+  `INSERT INTO locking (lock_name, mode, app_id, stamp, created) VALUES ${Array.from(
+    { length: count },
+    () => `(?, ?, ?, ?, ${NOW})`,
+  ).join(', ')}`;
+
+/** ? waiter: its rows go once it is granted. */
+export const DELETE_WAITER = `DELETE FROM locking_waiters WHERE waiter = ?`;
+
+/** A waiter's rows for `count` names: (name, waiter, mode, app id, time to live in ms) each; refreshes its expiry. */
+export const registerWaiter = (count: number): string =>
+  `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, registered) VALUES ${Array.from(
+    { length: count },
+    () => `(?, ?, ?, ?, ${NOW_PLUS_MS}, ${NOW})`,
+  ).join(', ')}
+  ON DUPLICATE KEY UPDATE expires = VALUES(expires)`;
+
+/** ? stamp, ? app id: ends a live grant as RELEASED (then its lock rows go, in the same transaction). */
+export const END_GRANT_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = ${NOW}, version = version + 1
+  WHERE stamp = ? AND app_id = ? AND status IN ${LIVE}`;
+
+/** ? stamp: the names a grant holds. */
+export const SELECT_GRANT_NAMES = `SELECT DISTINCT lock_name FROM locking WHERE stamp = ?`;
+
+/** ? stamp: frees a grant's lock rows. */
+export const DELETE_GRANT_LOCKS = `DELETE FROM locking WHERE stamp = ?`;
+
+/** Stamps `?…` of app id ? whose grant is live with a lease that has not ended. */
+export const selectLiveStamps = (count: number, forUpdate: boolean): string =>
+  `SELECT stamp FROM locking_log
+    WHERE stamp IN (${placeholders(count)}) AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}
+    ${forUpdate ? 'FOR UPDATE SKIP LOCKED' : ''}`;
+
+/** ? lease (ms), then stamps `?…`: extends their leases. */
+export const renewLeases = (count: number): string =>
+  `UPDATE locking_log SET lease_expires = ${NOW_PLUS_MS}, version = version + 1 WHERE stamp IN (${placeholders(count)})`;
+
+/**
+ * ? max hold (ms, 0 = none) twice, ? batch size: the stale grants that still hold locks (lease ended, or held longer
+ * than the max hold), oldest lease first; rows another transaction has locked (a business transaction fencing its
+ * grant, a release in progress) are skipped.
+ */
+export const SELECT_STALE = `SELECT g.stamp FROM locking_log g
+  WHERE g.stamp IN (SELECT k.stamp FROM locking k) AND g.status IN ${LIVE}
+    AND (g.lease_expires < ${NOW} OR (? > 0 AND g.acquired < ${NOW_MINUS_MS}))
+  ORDER BY g.lease_expires
+  LIMIT ?
+  FOR UPDATE SKIP LOCKED`;
+
+/** `status` (a literal), then stamps `?…`: ends those grants. */
+export const endGrants = (status: 'REAPED' | 'RECOVERED', count: number): string =>
+  `UPDATE locking_log SET status = '${status}', ended = ${NOW}, version = version + 1
+    WHERE stamp IN (${placeholders(count)}) AND status IN ${LIVE}`;
+
+/** The distinct names held by stamps `?…`. */
+export const selectNamesOf = (count: number): string =>
+  `SELECT DISTINCT lock_name FROM locking WHERE stamp IN (${placeholders(count)})`;
+
+/** Frees the lock rows of stamps `?…`. */
+export const deleteLocksOf = (count: number): string => `DELETE FROM locking WHERE stamp IN (${placeholders(count)})`;
+
+/** Waiter rows that expired over a minute ago (their process is gone). */
+export const DELETE_EXPIRED_WAITERS = `DELETE FROM locking_waiters WHERE expires < ${NOW} - INTERVAL 1 MINUTE`;
+
+/**
+ * ? batch size: name rows that no lock row uses. They are only mutexes: a grant creates its names' rows again, so
+ * pruning keeps the table as small as the names in use, however many names an application derives.
+ */
+export const PRUNE_NAMES = `DELETE FROM locking_names
+  WHERE lock_name NOT IN (SELECT k.lock_name FROM locking k) LIMIT ?`;
+
+/** ? app id: the stamps of its grants that hold locks (start-up recovery). */
+export const SELECT_APP_STAMPS = `SELECT DISTINCT stamp FROM locking WHERE app_id = ?`;
+
+/** ? app id: its lock rows (start-up recovery, after its log rows are ended). */
+export const DELETE_APP_LOCKS = `DELETE FROM locking WHERE app_id = ?`;
+
+/** ? app id: its waiter rows. */
+export const DELETE_APP_WAITERS = `DELETE FROM locking_waiters WHERE app_id = ?`;
+
+/** ? age (ms) twice, ? batch size: deletes ended log rows older than the age. */
+export const PRUNE_LOG = `DELETE FROM locking_log
+  WHERE acquired < ${NOW_MINUS_MS} AND ended < ${NOW_MINUS_MS}
+  ORDER BY acquired LIMIT ?`;
+
+/**
+ * ? stamp, ? app id: → BUSINESS_DONE, only while the grant is live, holds its locks and its lease has not ended. Run
+ * inside the caller's transaction: `UTC_TIMESTAMP(6)` is the statement's time, not the transaction's start. The check
+ * of its lock rows looks up the first one by its whole primary key: at REPEATABLE READ (MySQL's default) a subquery of
+ * an UPDATE is a locking read, and a lookup by `stamp` alone would lock the gap after the newest stamp until the
+ * business transaction ends, holding up every grant meanwhile; a unique lookup locks that one row only.
+ */
+export const MARK_BUSINESS_DONE = `UPDATE locking_log l
+  SET l.status = 'BUSINESS_DONE', l.business_done = ${NOW}, l.version = l.version + 1
+  WHERE l.stamp = ? AND l.app_id = ? AND l.status IN ${LIVE} AND l.lease_expires > ${NOW}
+    AND EXISTS (SELECT 1 FROM locking k
+                 WHERE k.lock_name = JSON_UNQUOTE(JSON_EXTRACT(l.lock_names, '$[0]'))
+                   AND k.mode = JSON_UNQUOTE(JSON_EXTRACT(l.lock_modes, '$[0]'))
+                   AND k.stamp = l.stamp)`;
+
+/**
+ * The server-wide named lock (`GET_LOCK`) of app id ?: 64 characters at most, so a hash of it (two app ids collide
+ * with odds of 2^-240).
+ */
+const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(?, 256), 48))`;
+
+/** ? app id: the instance lock, held by the session for the life of the instance, and the session's id. */
+export const TRY_CLAIM_APP_ID = `SELECT GET_LOCK(${APP_ID_LOCK}, 0) AS claimed, CONNECTION_ID() AS pid`;
+
+/** ? app id: the connection id of the session holding its instance lock (null when none). */
+export const SELECT_APP_ID_HOLDER_PID = `SELECT IS_USED_LOCK(${APP_ID_LOCK}) AS pid`;
+
+/** ? app id: who holds the instance lock of an app id (for the error message). */
+export const SELECT_APP_ID_HOLDER = `SELECT p.ID AS pid, p.USER AS user, p.HOST AS host
+  FROM information_schema.PROCESSLIST p WHERE p.ID = IS_USED_LOCK(${APP_ID_LOCK})`;
+
+/** ? app id, ? names, …: for the names that this app's waiters wait for, how many lock rows hold each now. */
+export const SELECT_WAITED_NAMES = `SELECT w.lock_name AS name, COUNT(k.stamp) AS held
+  FROM (SELECT DISTINCT lock_name FROM locking_waiters WHERE app_id = ?) AS w
+  LEFT JOIN locking k ON k.lock_name = w.lock_name
+  GROUP BY w.lock_name`;
+
+/**
+ * ? default write permits, ? default read permits, then the requests as (name, mode) → those not available now ('held'
+ * or 'writer-waiting'). A snapshot for a log line, never for a decision.
+ */
+export const selectBusyLocks = (count: number): string => {
+  const requests = Array.from({ length: count }, (_, i) => (i === 0 ? 'SELECT ? AS name, ? AS mode' : 'SELECT ?, ?')).join(
+    ' UNION ALL ',
+  );
+  return `SELECT name, mode, busy FROM (
+    SELECT r.name, r.mode,
+      CASE
+        WHEN EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
+          OR (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)
+             >= COALESCE((SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode),
+                         CASE r.mode WHEN 'W' THEN ? ELSE ? END) THEN 'held'
+        WHEN r.mode = 'R' AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
+                                        AND w.expires > ${NOW}) THEN 'writer-waiting'
+      END AS busy
+    FROM (${requests}) AS r) AS checked
+  WHERE busy IS NOT NULL ORDER BY name`;
+};
+
+/** All permits rows. */
+export const SELECT_ALL_PERMITS = `SELECT lock_name, mode, permits FROM locking_permissions`;
+
+/** ? name, ? mode ('R'/'W'), ? permits. */
+export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode, permits) VALUES (?, ?, ?)
+  ON DUPLICATE KEY UPDATE permits = VALUES(permits)`;
+
+/** ? name, ? mode ('R'/'W'). */
+export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = ? AND mode = ?`;

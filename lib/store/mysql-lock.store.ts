@@ -1,0 +1,245 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource, EntityManager } from 'typeorm';
+import { LockStoreError } from '../errors/index.js';
+import type { LockRequest } from '../interfaces/index.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import {
+  LockStore,
+  type BusyLock,
+  type InstanceSession,
+  type ListenerCallbacks,
+  type LockListener,
+  type RenewOutcome,
+} from './lock.store.js';
+import { isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
+import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
+import * as SQL from './mysql-lock.queries.sql.js';
+import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
+import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
+import { MODE_CODE } from './postgres-lock.queries.sql.js';
+
+/** A row of `SQL.checkGroup`. */
+interface CheckRow {
+  name: string;
+  mode: 'R' | 'W';
+  same_mode: number | string;
+  other_mode: number | string;
+  permits: number | string | null;
+  writer_first: number | string | null;
+}
+
+/** How many name rows one reaper run prunes at most. */
+const NAMES_PRUNED_PER_RUN = 1000;
+
+/**
+ * `LockStore` over the application's TypeORM DataSource on MySQL 8.0+ or MariaDB 10.6+ (InnoDB), straight on the
+ * DataSource's own `mysql2` pool. Each operation is one short transaction at READ COMMITTED. A grant locks its names'
+ * rows in `locking_names` in sorted order (the per-name mutex), then reads the held rows and the permits, then writes
+ * its log row (whose `AUTO_INCREMENT` id is the stamp) and its lock rows, and commits: a grant is durable when
+ * `tryLocks` answers (with InnoDB's default `innodb_flush_log_at_trx_commit = 1`).
+ * @internal
+ */
+export class MysqlLockStore extends LockStore {
+  private readonly runner: MysqlStatementRunner;
+  protected readonly reports: MysqlLockAdminStore;
+  /** Names freed by this process, for its own waiters (also those freed by its admin service). */
+  readonly wakeups = new MysqlWakeups();
+
+  constructor(
+    dataSource: DataSource,
+    private readonly options: ResolvedLockOptions,
+    private readonly telemetry = new LockTelemetry(),
+  ) {
+    super();
+    this.runner = new MysqlStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
+    this.reports = new MysqlLockAdminStore(this.runner, dataSource, this.wakeups);
+  }
+
+  get retries(): number {
+    return this.runner.retries;
+  }
+
+  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+    const { appId, instance, leaseMs } = this.options;
+    return this.runner.transaction('tryLocks', true, async (tx) => {
+      // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
+      const names = [...new Set(group.map((r) => r.name))].sort();
+      await tx.write(SQL.lockNames(names.length), names);
+      if (await this.busy(tx, group, waiter)) return 0;
+      const modes = group.map((r) => MODE_CODE[r.mode]);
+      const { insertId: stamp } = await tx.write(SQL.INSERT_GRANT_LOG, [
+        appId,
+        instance,
+        JSON.stringify(group.map((r) => r.name)),
+        JSON.stringify(modes),
+        leaseMs,
+      ]);
+      await tx.write(
+        SQL.insertLocks(group.length),
+        group.flatMap((r, i) => [r.name, modes[i], appId, stamp]),
+      );
+      if (waiter !== undefined) await tx.write(SQL.DELETE_WAITER, [waiter]);
+      return stamp;
+    });
+  }
+
+  /** Whether some lock of the group is not available (read under the names' row locks). */
+  private async busy(tx: MysqlTransaction, group: readonly LockRequest[], waiter: string | undefined): Promise<boolean> {
+    const { read, write } = this.options.defaultPermits;
+    const rows = await tx.select<CheckRow>(SQL.checkGroup(group.length), [
+      waiter ?? null,
+      ...group.flatMap((r) => [r.name, MODE_CODE[r.mode]]),
+    ]);
+    return rows.some((row) => {
+      const permits = row.permits === null ? (row.mode === 'W' ? write : read) : Number(row.permits);
+      return Number(row.other_mode) > 0 || Number(row.same_mode) >= permits || Number(row.writer_first) === 1;
+    });
+  }
+
+  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
+    const { appId } = this.options;
+    await this.runner.write(
+      'tryLocks',
+      SQL.registerWaiter(group.length),
+      group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]),
+    );
+    this.wakeups.onWaiterRegistered();
+  }
+
+  async unregisterWaiter(waiter: string): Promise<void> {
+    await this.runner.write('tryLocks', SQL.DELETE_WAITER, [waiter]);
+  }
+
+  async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
+    const { read, write } = this.options.defaultPermits;
+    const rows = await this.runner.select<{ name: string; mode: string; busy: BusyLock['reason'] }>(
+      'tryLocks',
+      SQL.selectBusyLocks(group.length),
+      [write, read, ...group.flatMap((r) => [r.name, MODE_CODE[r.mode]])],
+    );
+    return rows.map((row) => ({ request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' }, reason: row.busy }));
+  }
+
+  async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
+    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks);
+  }
+
+  async release(stamp: number): Promise<boolean> {
+    const names = await this.runner.transaction('releaseLocks', false, async (tx) => {
+      const ended = await tx.write(SQL.END_GRANT_RELEASED, [stamp, this.options.appId]);
+      if (ended.affectedRows === 0) return undefined;
+      const rows = await tx.select<{ lock_name: string }>(SQL.SELECT_GRANT_NAMES, [stamp]);
+      await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
+      return rows.map((row) => row.lock_name);
+    });
+    if (names === undefined) return false;
+    this.wakeups.freed(names);
+    return true;
+  }
+
+  async recover(): Promise<number> {
+    const freed = await this.runner.transaction('releaseAllLocks', false, async (tx) => {
+      const stamps = (await tx.select<{ stamp: string }>(SQL.SELECT_APP_STAMPS, [this.options.appId])).map((row) =>
+        Number(row.stamp),
+      );
+      await tx.write(SQL.DELETE_APP_WAITERS, [this.options.appId]);
+      if (stamps.length === 0) return { names: [], rows: 0 };
+      await tx.write(SQL.endGrants('RECOVERED', stamps.length), stamps);
+      const names = await tx.select<{ lock_name: string }>(SQL.selectNamesOf(stamps.length), stamps);
+      const { affectedRows } = await tx.write(SQL.DELETE_APP_LOCKS, [this.options.appId]);
+      return { names: names.map((row) => row.lock_name), rows: affectedRows };
+    });
+    this.wakeups.freed(freed.names);
+    return freed.rows;
+  }
+
+  async renew(stamps: readonly number[]): Promise<RenewOutcome> {
+    const { appId, leaseMs } = this.options;
+    if (stamps.length === 0) return { renewed: new Set(), live: new Set() };
+    return this.runner.transaction('renewLeases', false, async (tx) => {
+      const live = await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, false), [...stamps, appId]);
+      // A row locked by another transaction (a business transaction after markBusinessDone, a release or a reap in
+      // progress) is skipped, never waited for: one long business transaction must not hold up the other renewals.
+      const unlocked = (
+        await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, true), [...stamps, appId])
+      ).map((row) => Number(row.stamp));
+      if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [leaseMs, ...unlocked]);
+      return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
+    });
+  }
+
+  async reap(): Promise<number[]> {
+    const { reaperBatchSize, maxHoldMs } = this.options;
+    const reaped = await this.runner.transaction('reapStaleLocks', false, async (tx) => {
+      const stamps = (
+        await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [maxHoldMs, maxHoldMs, reaperBatchSize])
+      ).map((row) => Number(row.stamp));
+      await tx.write(SQL.DELETE_EXPIRED_WAITERS);
+      if (stamps.length === 0) return { stamps, names: [] as string[] };
+      await tx.write(SQL.endGrants('REAPED', stamps.length), stamps);
+      const names = await tx.select<{ lock_name: string }>(SQL.selectNamesOf(stamps.length), stamps);
+      await tx.write(SQL.deleteLocksOf(stamps.length), stamps);
+      return { stamps, names: names.map((row) => row.lock_name) };
+    });
+    this.wakeups.freed(reaped.names);
+    await this.runner.write('reapStaleLocks', SQL.PRUNE_NAMES, [NAMES_PRUNED_PER_RUN]);
+    return reaped.stamps;
+  }
+
+  async pruneLog(limit: number): Promise<number> {
+    const retention = this.options.logRetentionMs;
+    if (retention === 0) return 0;
+    const { affectedRows } = await this.runner.write('pruneLockLog', SQL.PRUNE_LOG, [retention, retention, limit]);
+    return affectedRows;
+  }
+
+  async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
+    try {
+      const result: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, [stamp, this.options.appId]);
+      return (result as { affectedRows?: number } | null)?.affectedRows === 1;
+    } catch (error) {
+      throw toMysqlLockError(error, 'markBusinessDone', false);
+    }
+  }
+
+  async claimAppId(): Promise<InstanceSession | undefined> {
+    // A pooled connection that the server has just closed fails at once: take another. Retrying is safe: an
+    // instance lock taken on a connection that died went with it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await openMysqlInstanceSession(await this.runner.connect('claimAppId'), this.runner, this.options.appId);
+      } catch (error) {
+        const retry = error instanceof LockStoreError && isMysqlConnectionFailure(error.cause);
+        if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);
+        this.runner.countRetry();
+      }
+    }
+  }
+
+  async appIdHolderPid(): Promise<number | undefined> {
+    const [row] = await this.runner.select<{ pid: number | string | null }>('claimAppId', SQL.SELECT_APP_ID_HOLDER_PID, [
+      this.options.appId,
+    ]);
+    return row?.pid === null || row?.pid === undefined ? undefined : Number(row.pid);
+  }
+
+  async endStaleClaim(pid: number): Promise<void> {
+    if ((await this.appIdHolderPid()) !== pid) return;
+    // KILL takes no parameter placeholder: `pid` is a number read from the server.
+    await this.runner.write('claimAppId', `KILL CONNECTION ${Math.trunc(pid)}`).catch((error: unknown) => {
+      // 1094: no such thread (it ended meanwhile).
+      if ((error as LockStoreError).code !== 'ER_NO_SUCH_THREAD') throw error;
+    });
+    for (let waited = 0; waited < 1000 && (await this.appIdHolderPid()) === pid; waited += 50) await sleep(50);
+  }
+
+  async describeAppIdHolder(): Promise<string> {
+    const [row] = await this.runner.select<{ pid: number | string; user: string; host: string }>(
+      'claimAppId',
+      SQL.SELECT_APP_ID_HOLDER,
+      [this.options.appId],
+    );
+    return row ? `user "${row.user}" from ${row.host}, connection id ${row.pid}` : 'gone by now';
+  }
+}

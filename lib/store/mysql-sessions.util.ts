@@ -1,0 +1,145 @@
+import type { PoolConnection } from 'mysql2';
+import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
+import { toMysqlLockError } from './mysql-error.util.js';
+import { SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import type { MysqlStatementRunner } from './mysql-statement.runner.js';
+
+/**
+ * Sessions of `MysqlLockStore` that outlive one statement: the instance lock, on a connection of its own, and the
+ * listener, which polls (MySQL has no LISTEN/NOTIFY).
+ * @internal
+ */
+
+/** Takes the instance lock of `appId` (`GET_LOCK`, held by the session); undefined when a twin holds it. */
+export async function openMysqlInstanceSession(
+  connection: PoolConnection,
+  runner: MysqlStatementRunner,
+  appId: string,
+): Promise<InstanceSession | undefined> {
+  let alive = true;
+  let open = true;
+  // Stays attached after the end: a broken connection may still emit 'error' while it is destroyed.
+  connection.on('error', () => {
+    alive = false;
+  });
+  connection.on('end', () => {
+    alive = false;
+  });
+  let pid: number;
+  try {
+    const [claimed] = await runner
+      .transactionOn(connection)
+      .select<{ claimed: number | string | null; pid: number | string }>(TRY_CLAIM_APP_ID, [appId]);
+    if (Number(claimed?.claimed) !== 1) {
+      connection.destroy();
+      return undefined;
+    }
+    pid = Number(claimed?.pid);
+  } catch (error) {
+    connection.destroy();
+    throw toMysqlLockError(error, 'claimAppId', false);
+  }
+  return {
+    get alive() {
+      return alive;
+    },
+    pid,
+    close() {
+      alive = false;
+      if (!open) return;
+      open = false;
+      connection.destroy(); // closing the session frees its GET_LOCK
+    },
+  };
+}
+
+/** Polling intervals of the listener: fast while this app has waiters, slower when it has none. */
+export const POLL_BUSY_MS = 20;
+const POLL_IDLE_MS = 250;
+
+/**
+ * A listener without LISTEN/NOTIFY, two ways.
+ * - Within this process, the store reports the names freed by its own releases, reaps and recoveries at once
+ *   (`MysqlWakeups`).
+ * - Across processes, it polls every `POLL_BUSY_MS` while this app has waiters (`POLL_IDLE_MS` otherwise): for each
+ *   name they wait for, how many lock rows hold it. A name held by fewer rows than at the previous poll was freed,
+ *   and so may be a name seen for the first time. A name freed and taken again between two polls is missed: the
+ *   waiters' own re-check timer covers that case.
+ * A failed poll is reported as `lost` (waiters re-check, and the notifications service opens a new listener).
+ */
+export function openMysqlListener(
+  runner: MysqlStatementRunner,
+  appId: string,
+  wakeups: MysqlWakeups,
+  callbacks: ListenerCallbacks,
+): LockListener {
+  let open = true;
+  let timer: NodeJS.Timeout | undefined;
+  let polling = false;
+  let soon = false;
+  let held = new Map<string, number>();
+  const unsubscribe = wakeups.subscribe((names) => callbacks.freed(names));
+  const close = () => {
+    open = false;
+    clearTimeout(timer);
+    unsubscribe();
+    wakeups.onWaiterRegistered = () => undefined;
+  };
+  // One poll at a time: the next is scheduled when one ends.
+  const schedule = (delayMs: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void poll(), delayMs);
+    timer.unref();
+  };
+  const poll = async () => {
+    if (!open) return;
+    polling = true;
+    soon = false;
+    let rows: { name: string; held: number | string }[];
+    try {
+      rows = await runner.select('listen', SELECT_WAITED_NAMES, [appId]);
+    } catch {
+      if (!open) return;
+      close();
+      callbacks.lost();
+      return;
+    } finally {
+      polling = false;
+    }
+    if (!open) return;
+    const now = new Map(rows.map((row) => [row.name, Number(row.held)]));
+    // A name seen for the first time counts as freed: its waiter may have tried before a release that committed
+    // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval).
+    const freed = [...now]
+      .filter(([name, count]) => !held.has(name) || count < (held.get(name) ?? 0))
+      .map(([name]) => name);
+    held = now;
+    if (freed.length > 0) callbacks.freed(freed);
+    schedule(now.size > 0 || soon ? POLL_BUSY_MS : POLL_IDLE_MS);
+  };
+  schedule(0);
+  wakeups.onWaiterRegistered = () => {
+    // A new waiter: poll soon, whatever the interval was (after the poll in flight, if one is).
+    if (!open) return;
+    if (polling) soon = true;
+    else if (held.size === 0) schedule(POLL_BUSY_MS);
+  };
+  return { close };
+}
+
+/** The names freed by this process's own statements, reported to its listener without a round trip. @internal */
+export class MysqlWakeups {
+  private readonly listeners = new Set<(names: readonly string[]) => void>();
+  /** Set by the open listener: a waiter just registered. */
+  onWaiterRegistered: () => void = () => undefined;
+
+  subscribe(listener: (names: readonly string[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  freed(names: readonly string[]): void {
+    if (names.length === 0) return;
+    for (const listener of this.listeners) listener(names);
+  }
+}

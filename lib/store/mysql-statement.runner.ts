@@ -1,0 +1,186 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool, PoolConnection } from 'mysql2';
+import type { DataSource } from 'typeorm';
+import { LockConfigurationError, type LockError } from '../errors/index.js';
+import { isMysqlConnectionFailure, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
+import type { StatementRunnerOptions } from './postgres-statement.runner.js';
+
+/** Smallest pool the library works with: the instance session, and statements beside it. */
+const MIN_POOL_SIZE = 2;
+
+/** What `mysql2` answers to a statement that writes. @internal */
+export interface MysqlWriteResult {
+  readonly affectedRows: number;
+  readonly insertId: number;
+}
+
+/** The statements of one transaction. @internal */
+export interface MysqlTransaction {
+  /** Rows of a SELECT. */
+  select<R>(sql: string, values?: readonly unknown[]): Promise<R[]>;
+  /** Affected rows and the generated id of an INSERT, UPDATE or DELETE. */
+  write(sql: string, values?: readonly unknown[]): Promise<MysqlWriteResult>;
+}
+
+/**
+ * Runs the lock statements on a TypeORM DataSource's own `mysql2` pool: transactions at READ COMMITTED, retries,
+ * client-side timeouts, and the mapping of driver errors to `LockError`s.
+ * @internal
+ */
+export class MysqlStatementRunner {
+  private retryCount = 0;
+
+  /**
+   * @param failed sees every error a statement ends with, once retries are over (for counting them), and returns the
+   *   error to throw.
+   */
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly options: StatementRunnerOptions,
+    private readonly failed: (error: LockError) => LockError = (error) => error,
+  ) {}
+
+  /** Round trips repeated after a transient failure since start. */
+  get retries(): number {
+    return this.retryCount;
+  }
+
+  /** Counts one retry made by a caller (a session opened again). */
+  countRetry(): void {
+    this.retryCount++;
+  }
+
+  /**
+   * Runs `work` in one transaction at READ COMMITTED (each statement reads what is committed when it starts, as the
+   * checks need), on a pool connection, and commits. The whole transaction runs again, with exponential backoff and
+   * full jitter, after a deadlock or a lock wait timeout (InnoDB rolled it back), and after a connection failure
+   * before its COMMIT was sent (the server rolls back a transaction whose connection is gone). A connection lost once
+   * the COMMIT was sent is never retried: the transaction may have committed (`outcomeUnknown` when it `grants`).
+   * Every statement times out on the client after `queryTimeoutMs`; its connection is then destroyed.
+   */
+  transaction<T>(operation: string, grants: boolean, work: (tx: MysqlTransaction) => Promise<T>): Promise<T> {
+    return this.retrying(operation, grants, async (tx, committing) => {
+      await tx.write('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await tx.write('START TRANSACTION');
+      let result: T;
+      try {
+        result = await work(tx);
+      } catch (error) {
+        await tx.write('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+      committing();
+      await tx.write('COMMIT');
+      return result;
+    });
+  }
+
+  /** The rows of one SELECT, in autocommit (retried like a transaction). */
+  select<R>(operation: string, sql: string, values: readonly unknown[] = []): Promise<R[]> {
+    return this.retrying(operation, false, (tx) => tx.select<R>(sql, values));
+  }
+
+  /**
+   * One statement that writes, in a transaction of its own at READ COMMITTED: at MySQL's default REPEATABLE READ, a
+   * DELETE that scans a range or reads another table in a subquery would lock gaps that new grants insert into.
+   */
+  write(operation: string, sql: string, values: readonly unknown[] = []): Promise<MysqlWriteResult> {
+    return this.transaction(operation, false, (tx) => tx.write(sql, values));
+  }
+
+  /** Runs `body` on a pool connection, again after what is safe to retry (see `transaction`). */
+  private async retrying<T>(
+    operation: string,
+    grants: boolean,
+    body: (tx: MysqlTransaction, committing: () => void) => Promise<T>,
+  ): Promise<T> {
+    const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
+    for (let attempt = 1; ; attempt++) {
+      let committing = false;
+      try {
+        return await this.withConnection((connection) =>
+          body(this.transactionOn(connection), () => {
+            committing = true;
+          }),
+        );
+      } catch (error) {
+        const retry = isTransientMysqlError(error) || (!committing && isMysqlConnectionFailure(error));
+        if (!retry || attempt >= maxAttempts) throw this.failed(toMysqlLockError(error, operation, grants && committing));
+        this.retryCount++;
+        await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
+      }
+    }
+  }
+
+  /**
+   * A connection of its own, out of the DataSource's pool, for a session that outlives one statement (the instance
+   * lock). It and the statements need a pool of at least `MIN_POOL_SIZE`.
+   */
+  async connect(operation: string): Promise<PoolConnection> {
+    const pool = this.pool();
+    const max = (pool as unknown as { config?: { connectionLimit?: number } }).config?.connectionLimit ?? 10;
+    if (max < MIN_POOL_SIZE) {
+      throw new LockConfigurationError(
+        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps 1 for itself (instance lock) and ` +
+          `needs at least ${MIN_POOL_SIZE}: raise \`extra.connectionLimit\` (or poolSize) of the DataSource`,
+      );
+    }
+    try {
+      return await new Promise<PoolConnection>((resolve, reject) =>
+        pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
+      );
+    } catch (error) {
+      throw toMysqlLockError(error, operation, false);
+    }
+  }
+
+  /** The statements of a transaction on `connection`, each bounded by `queryTimeoutMs`. */
+  transactionOn(connection: PoolConnection): MysqlTransaction {
+    const send = <R>(sql: string, values: readonly unknown[]): Promise<R> =>
+      new Promise<R>((resolve, reject) =>
+        connection.query(
+          { sql, values: [...values], timeout: this.options.queryTimeoutMs },
+          (error: unknown, result: unknown) => (error ? reject(error) : resolve(result as R)),
+        ),
+      );
+    return {
+      select: (sql, values = []) => send(sql, values),
+      write: async (sql, values = []) => {
+        const result = await send<Partial<MysqlWriteResult>>(sql, values);
+        return { affectedRows: Number(result.affectedRows ?? 0), insertId: Number(result.insertId ?? 0) };
+      },
+    };
+  }
+
+  /** Runs `work` on a pool connection, handed back afterwards, or destroyed when it broke (or a statement timed out). */
+  private async withConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
+    const connection = await new Promise<PoolConnection>((resolve, reject) =>
+      this.pool().getConnection((error, c) => (error ? reject(error) : resolve(c))),
+    );
+    // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
+    // would emit an 'error' nobody handles, which crashes the process.
+    connection.on('error', ignore);
+    let broken = false;
+    try {
+      return await work(connection);
+    } catch (error) {
+      broken = isMysqlConnectionFailure(error);
+      throw error;
+    } finally {
+      connection.off('error', ignore);
+      if (broken) connection.destroy();
+      else connection.release();
+    }
+  }
+
+  private pool(): Pool {
+    const pool = (this.dataSource.driver as unknown as { pool?: Pool }).pool;
+    if (!this.dataSource.isInitialized || !pool) {
+      throw new LockConfigurationError('The lock DataSource is not initialized (or was destroyed)');
+    }
+    return pool;
+  }
+}
+
+/** The listener of a connection's errors that its statement reports anyway. */
+function ignore(): void {}

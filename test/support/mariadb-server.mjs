@@ -1,0 +1,101 @@
+// Plain JavaScript: loaded by Jest's global setup, outside its module mapper and TypeScript transform.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Where Debian's `mariadb-server` (or MySQL's) puts its programs. */
+const SEARCH_PATH = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'];
+
+/** @param {...string} names */
+function findProgram(...names) {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), ...SEARCH_PATH]) {
+    for (const name of names) {
+      const path = join(dir, name);
+      if (dir && existsSync(path)) return path;
+    }
+  }
+  return undefined;
+}
+
+/** True when this machine has a MariaDB server installed that the tests can start. */
+export function mariadbInstalled() {
+  return findProgram('mariadbd') !== undefined && findProgram('mariadb-install-db') !== undefined;
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts a private MariaDB server of the tests in `dir` (a new data directory, a random port on 127.0.0.1, no grant
+ * tables: any user may connect without a password), and resolves once it accepts connections. `stop()` shuts it down.
+ * @param {string} dir
+ * @returns {Promise<{ url: string, stop(): Promise<void> }>}
+ */
+export async function startPrivateMariadb(dir) {
+  const mariadbd = findProgram('mariadbd');
+  const installDb = findProgram('mariadb-install-db');
+  if (!mariadbd || !installDb) throw new Error('mariadbd is not installed (apt-get install mariadb-server)');
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir, { recursive: true });
+  const user = process.getuid?.() === 0 ? ['--user=root'] : [];
+  const installed = spawnSync(
+    installDb,
+    ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...user],
+    { encoding: 'utf8' },
+  );
+  if (installed.status !== 0) throw new Error(`mariadb-install-db failed: ${installed.stderr || installed.stdout}`);
+  const port = await freePort();
+  const server = spawn(
+    mariadbd,
+    [
+      '--no-defaults',
+      `--datadir=${dataDir}`,
+      `--socket=${join(dir, 'mariadb.sock')}`,
+      `--pid-file=${join(dir, 'mariadb.pid')}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      '--skip-grant-tables',
+      '--skip-name-resolve',
+      '--max-connections=500',
+      '--innodb-buffer-pool-size=128M',
+      '--innodb-log-file-size=64M',
+      ...user,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  server.stderr.on('data', (chunk) => {
+    log = (log + String(chunk)).slice(-4000);
+  });
+  const exited = new Promise((resolve) => server.once('exit', resolve));
+  const url = `mysql://root@127.0.0.1:${port}/mysql`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`mariadbd exited at start-up: ${log}`);
+    if (log.includes('ready for connections')) break;
+    if (Date.now() > deadline) {
+      server.kill('SIGKILL');
+      throw new Error(`mariadbd did not start within 60 s: ${log}`);
+    }
+    await sleep(100);
+  }
+  return {
+    url,
+    async stop() {
+      if (server.exitCode !== null) return;
+      server.kill('SIGTERM');
+      await Promise.race([exited, sleep(30_000)]);
+      if (server.exitCode === null) server.kill('SIGKILL');
+    },
+  };
+}
