@@ -21,6 +21,28 @@ const SAMPLE = `SELECT l.lock_name, l.mode, count(*)::int AS held,
   FROM locking l LEFT JOIN locking_permissions p ON p.lock_name = l.lock_name AND p.mode = l.mode
   GROUP BY l.lock_name, l.mode, p.permits`;
 
+/** One sampled row: the committed lock rows of a name in one mode, and the permits the acquisition would apply. */
+export interface SampledRow {
+  lock_name: string;
+  mode: 'R' | 'W';
+  held: number;
+  permits: number;
+}
+
+/** Records in `report` every name of one sample beyond its permits, or with a reader and a writer together. */
+export function checkSample(report: SamplerReport, rows: readonly SampledRow[]): void {
+  const modes = new Map<string, Set<string>>();
+  for (const row of rows) {
+    modes.set(row.lock_name, (modes.get(row.lock_name) ?? new Set()).add(row.mode));
+    if (row.held > row.permits) {
+      report.violations.push(`${row.lock_name}: ${row.held} ${row.mode === 'W' ? 'writers' : 'readers'} > ${row.permits} in the database`);
+    }
+  }
+  for (const [name, seen] of modes) {
+    if (seen.size > 1) report.violations.push(`${name}: a reader and a writer together in the database`);
+  }
+}
+
 /**
  * The database side of the invariant checker: reads `locking` every few milliseconds on a connection of its own and
  * records every name whose committed rows break the permits (writers > write permits, readers > read permits, a
@@ -37,18 +59,6 @@ export function startDbSampler(
   const report: SamplerReport = { violations: [], samples: 0, failedSamples: 0 };
   let running = true;
   let client: pg.Client | undefined;
-  const check = (rows: Array<{ lock_name: string; mode: 'R' | 'W'; held: number; permits: number }>) => {
-    const modes = new Map<string, Set<string>>();
-    for (const row of rows) {
-      modes.set(row.lock_name, (modes.get(row.lock_name) ?? new Set()).add(row.mode));
-      if (row.held > row.permits) {
-        report.violations.push(`${row.lock_name}: ${row.held} ${row.mode === 'W' ? 'writers' : 'readers'} > ${row.permits} in the database`);
-      }
-    }
-    for (const [name, seen] of modes) {
-      if (seen.size > 1) report.violations.push(`${name}: a reader and a writer together in the database`);
-    }
-  };
   const loop = (async () => {
     while (running) {
       try {
@@ -60,7 +70,7 @@ export function startDbSampler(
         }
         const { rows } = await client.query(SAMPLE, [defaults.write, defaults.read]);
         report.samples++;
-        check(rows);
+        checkSample(report, rows);
         await sleep(intervalMs);
       } catch {
         report.failedSamples++;

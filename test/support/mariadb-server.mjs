@@ -37,9 +37,10 @@ async function freePort() {
 
 /**
  * Starts a private MariaDB server of the tests in `dir` (a new data directory, a random port on 127.0.0.1, no grant
- * tables: any user may connect without a password), and resolves once it accepts connections. `stop()` shuts it down.
+ * tables: any user may connect without a password), and resolves once it accepts connections. `stop()` shuts it down
+ * (a clean shutdown), `start()` starts it again on the same data directory and port.
  * @param {string} dir
- * @returns {Promise<{ url: string, stop(): Promise<void> }>}
+ * @returns {Promise<{ url: string, stop(): Promise<void>, start(): Promise<void> }>}
  */
 export async function startPrivateMariadb(dir) {
   const mariadbd = findProgram('mariadbd');
@@ -55,47 +56,61 @@ export async function startPrivateMariadb(dir) {
   );
   if (installed.status !== 0) throw new Error(`mariadb-install-db failed: ${installed.stderr || installed.stdout}`);
   const port = await freePort();
-  const server = spawn(
-    mariadbd,
-    [
-      '--no-defaults',
-      `--datadir=${dataDir}`,
-      `--socket=${join(dir, 'mariadb.sock')}`,
-      `--pid-file=${join(dir, 'mariadb.pid')}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      '--skip-grant-tables',
-      '--skip-name-resolve',
-      '--max-connections=500',
-      '--innodb-buffer-pool-size=128M',
-      '--innodb-log-file-size=64M',
-      ...user,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let log = '';
-  server.stderr.on('data', (chunk) => {
-    log = (log + String(chunk)).slice(-4000);
-  });
-  const exited = new Promise((resolve) => server.once('exit', resolve));
   const url = `mysql://root@127.0.0.1:${port}/mysql`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (server.exitCode !== null) throw new Error(`mariadbd exited at start-up: ${log}`);
-    if (log.includes('ready for connections')) break;
-    if (Date.now() > deadline) {
-      server.kill('SIGKILL');
-      throw new Error(`mariadbd did not start within 60 s: ${log}`);
+  /** Starts mariadbd on the data directory; resolves once it accepts connections. */
+  const launch = async () => {
+    const server = spawn(
+      mariadbd,
+      [
+        '--no-defaults',
+        `--datadir=${dataDir}`,
+        `--socket=${join(dir, 'mariadb.sock')}`,
+        `--pid-file=${join(dir, 'mariadb.pid')}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        '--skip-grant-tables',
+        '--skip-name-resolve',
+        '--max-connections=500',
+        '--innodb-buffer-pool-size=128M',
+        '--innodb-log-file-size=64M',
+        ...user,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let log = '';
+    server.stderr.on('data', (chunk) => {
+      log = (log + String(chunk)).slice(-4000);
+    });
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (server.exitCode !== null) throw new Error(`mariadbd exited at start-up: ${log}`);
+      if (log.includes('ready for connections')) break;
+      if (Date.now() > deadline) {
+        server.kill('SIGKILL');
+        throw new Error(`mariadbd did not start within 60 s: ${log}`);
+      }
+      await sleep(100);
     }
-    await sleep(100);
-  }
+    // The server must not keep Jest's process alive: the global teardown stops it.
+    server.unref();
+    /** @type {import('node:net').Socket} */ (/** @type {unknown} */ (server.stderr)).unref();
+    return { server, exited };
+  };
+  /** @type {Awaited<ReturnType<typeof launch>> | undefined} */
+  let running = await launch();
   return {
     url,
     async stop() {
-      if (server.exitCode !== null) return;
-      server.kill('SIGTERM');
-      await Promise.race([exited, sleep(30_000)]);
-      if (server.exitCode === null) server.kill('SIGKILL');
+      const current = running;
+      running = undefined;
+      if (!current || current.server.exitCode !== null) return;
+      current.server.kill('SIGTERM');
+      await Promise.race([current.exited, sleep(30_000, undefined, { ref: false })]);
+      if (current.server.exitCode === null) current.server.kill('SIGKILL');
+    },
+    async start() {
+      running ??= await launch();
     },
   };
 }
