@@ -80,7 +80,7 @@ export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceO
       logging: false,
       timezone: 'Z',
       connectTimeout: CLI_TIMEOUT_MS,
-      extra: { connectionLimit: 2 },
+      poolSize: 2,
       ...extra,
     } as DataSourceOptions);
   }
@@ -89,8 +89,8 @@ export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceO
     url: target.url,
     entities: [...LOCK_ENTITIES],
     logging: false,
+    poolSize: 2,
     extra: {
-      max: 2,
       connectionTimeoutMillis: CLI_TIMEOUT_MS,
       statement_timeout: CLI_TIMEOUT_MS,
       application_name: 'nestjs-db-locks cli',

@@ -125,6 +125,19 @@ describeOnMysql('the lock engine on MySQL/MariaDB: grants, permits, waiting, lea
     ).rejects.toBeInstanceOf(LockLostError);
   });
 
+  it('reports itself healthy: database reachable, schema current, app id held', async () => {
+    const held = await one.locks.tryLocks(['HEALTH_WRITE']);
+    expect(await one.locks.getHealth()).toMatchObject({
+      healthy: true,
+      appIdHeld: true,
+      database: 'reachable',
+      schema: 'current',
+      grantsHeld: 1,
+      problems: [],
+    });
+    await one.locks.releaseLocks(held);
+  });
+
   it('refuses a second live instance of an app id while the first lives', async () => {
     await expect(createLockApp(db.url, { appId: 'one' })).rejects.toBeInstanceOf(AppIdInUseError);
     expect(await one.locks.tryLocks(['I_WRITE'])).toBeGreaterThan(0); // the first one is untouched

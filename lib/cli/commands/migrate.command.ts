@@ -40,7 +40,7 @@ export function registerMigrateCommand(program: Command, context: CliContext): v
           const stillPending = pending.filter((name) => !ran.includes(name));
           return { applied: all.filter((name) => !stillPending.includes(name)), pending: stillPending, ran };
         },
-        { migrations: [...LOCK_MIGRATIONS], migrationsTableName: options.migrationsTable, extra: { max: 1 } },
+        { migrations: [...LOCK_MIGRATIONS], migrationsTableName: options.migrationsTable, poolSize: 1 },
       );
       if (result.pending.length > 0) context.exitCode = EXIT.answer;
       if (json) return printJson(context.output, result);
