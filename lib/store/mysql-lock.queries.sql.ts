@@ -151,8 +151,8 @@ export const PRUNE_LOG = `DELETE FROM locking_log
  * ? stamp, ? app id: → BUSINESS_DONE, only while the grant is live, holds its locks and its lease has not ended. Run
  * inside the caller's transaction: `UTC_TIMESTAMP(6)` is the statement's time, not the transaction's start. The check
  * of its lock rows looks up the first one by its whole primary key: at REPEATABLE READ (MySQL's default) a subquery of
- * an UPDATE is a locking read, and a lookup by `stamp` alone would lock the gap after the newest stamp until the
- * business transaction ends, holding up every grant meanwhile; a unique lookup locks that one row only.
+ * an UPDATE may be a locking read, and a lookup by `stamp` alone could lock the gap after the newest stamp until the
+ * business transaction ends, holding up every grant meanwhile; a unique lookup locks that one row at most.
  */
 export const MARK_BUSINESS_DONE = `UPDATE locking_log l
   SET l.status = 'BUSINESS_DONE', l.business_done = ${NOW}, l.version = l.version + 1

@@ -125,6 +125,37 @@ describeOnMysql('the lock engine on MySQL/MariaDB: grants, permits, waiting, lea
     ).rejects.toBeInstanceOf(LockLostError);
   });
 
+  it('a business transaction left open after markBusinessDone holds up no other grant', async () => {
+    const dataSource = one.app.get(DataSource);
+    const stamp = await one.locks.tryLocks(['OPEN_WRITE']);
+    let finish: () => void = () => undefined;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    let fenced: () => void = () => undefined;
+    const fencedDone = new Promise<void>((resolve) => (fenced = resolve));
+    // MySQL's default isolation (REPEATABLE READ), as a business transaction usually runs.
+    const business = dataSource.transaction('REPEATABLE READ', async (manager) => {
+      await one.locks.markBusinessDone(stamp, manager);
+      fenced();
+      await finished;
+    });
+    await fencedDone;
+    try {
+      // Newer stamps than the fenced grant's, on other names, from another instance: each must go through at once.
+      for (let i = 0; i < 10; i++) {
+        const started = Date.now();
+        const other = await two.locks.tryLocks([`OPEN_OTHER_${i}_WRITE`]);
+        expect(other).toBeGreaterThan(stamp);
+        await two.locks.releaseLocks(other);
+        expect(Date.now() - started).toBeLessThan(1000);
+      }
+    } finally {
+      finish();
+      await business;
+    }
+    expect(await logRow(db, stamp)).toMatchObject({ status: 'BUSINESS_DONE' });
+    await one.locks.releaseLocks(stamp);
+  });
+
   it('reports itself healthy: database reachable, schema current, app id held', async () => {
     const held = await one.locks.tryLocks(['HEALTH_WRITE']);
     expect(await one.locks.getHealth()).toMatchObject({

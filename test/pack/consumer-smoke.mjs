@@ -8,7 +8,9 @@
 //   --oldest-peers  the oldest versions the peer ranges allow (Nest 11, @nestjs/schedule 6, TypeORM 0.3) instead of
 //                   the versions this repository develops with;
 //   --node MAJOR    install and run the application with that Node.js major (the `node` package of the npm registry)
-//                   instead of the Node.js running this script.
+//                   instead of the Node.js running this script;
+//   --mysql         the application on MariaDB (`MYSQL_URL`, or a private MariaDB started from the installed
+//                   mariadb-server) with `mysql2`, instead of PostgreSQL with `pg`.
 // The install uses `--engine-strict` (npm refuses any package whose `engines` excludes the Node.js in use) except for
 // Nest 12 on Node.js < 22: Nest 12's @nestjs/common depends on file-type 22, which declares Node.js >= 22 (npm warns
 // EBADENGINE; the README says so).
@@ -17,6 +19,7 @@ import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+import { startPrivateMariadb } from '../support/mariadb-server.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -31,6 +34,13 @@ const run = (cmd, args, cwd, env = toolEnv) =>
 const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop() ?? '');
 /** The lower bound of each peer range that has several majors, e.g. `^11.0.0 || ^12.0.0` → `^11.0.0`. */
 const OLDEST = process.argv.includes('--oldest-peers');
+const MYSQL = process.argv.includes('--mysql');
+/** The driver the application installs, and how its TypeORM DataSource and LockModule are configured. */
+const DRIVER = MYSQL ? 'mysql2' : 'pg';
+const DATA_SOURCE = MYSQL
+  ? `{ type: 'mariadb', url: process.env.DATABASE_URL, timezone: 'Z', migrations: [...LOCK_MIGRATIONS], migrationsRun: true }`
+  : `{ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...LOCK_MIGRATIONS], migrationsRun: true }`;
+const DIALECT = MYSQL ? `, dialect: 'mysql'` : '';
 const nodeArg = process.argv.indexOf('--node');
 const NODE_MAJOR = nodeArg > 0 ? Number(process.argv[nodeArg + 1]) : undefined;
 if (NODE_MAJOR !== undefined && !Number.isSafeInteger(NODE_MAJOR)) throw new Error('--node takes a major version, e.g. --node 22');
@@ -38,6 +48,7 @@ if (NODE_MAJOR !== undefined && !Number.isSafeInteger(NODE_MAJOR)) throw new Err
 /** @type {(name: string) => string} */
 const versionOf = (name) => {
   if (OLDEST && name === '@nestjs/platform-express') return versionOf('@nestjs/core');
+  if (name === 'mysql2' && OLDEST) return own.peerDependencies.mysql2;
   const peer = own.peerDependencies[name];
   return OLDEST && peer ? peer.split('||')[0].trim() : own.devDependencies[name];
 };
@@ -67,7 +78,7 @@ writeFileSync(
     dependencies: Object.fromEntries([
       ['nestjs-db-locks', `file:${tarball}`],
       ['@types/node', versionOf('@types/node')],
-      ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/schedule', '@nestjs/terminus', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(
+      ...['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/schedule', '@nestjs/terminus', '@nestjs/typeorm', 'typeorm', DRIVER, 'reflect-metadata', 'rxjs'].map(
         (name) => [name, versionOf(name)],
       ),
     ]),
@@ -119,9 +130,9 @@ class HealthController {
 
 @Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, migrations: [...LOCK_MIGRATIONS], migrationsRun: true }),
+    TypeOrmModule.forRoot(${DATA_SOURCE}),
     ScheduleModule.forRoot(),
-    LockModule.forRoot({ appId: '${appId}' }),
+    LockModule.forRoot({ appId: '${appId}'${DIALECT} }),
     TerminusModule,
   ],
   controllers: [Ws1Controller, HealthController],
@@ -140,6 +151,21 @@ async function main(): Promise<void> {
   const whileHeld = await fetch(url);
   await locks.releaseLocks(stamp);
   const afterRelease = await fetch(url);
+  // A waiter gets a group as soon as its holder releases it.
+  const held = await locks.tryLocks(['WS9_WRITE']);
+  const waiting = locks.tryLocks(['WS9_WRITE'], { waitMs: 10000 });
+  setTimeout(() => void locks.releaseLocks(held), 200);
+  const handedOver = await waiting;
+  await locks.releaseLocks(handedOver);
+  // A fenced transaction: its last statement records "business done" for the grant, then it commits and releases.
+  const fenced = await locks.withLocks({ locks: ['WS8_WRITE'], transaction: true }, async () => {
+    await locks.currentManager().query('SELECT 1');
+    return 'fenced';
+  });
+  const fencedRow = (await locks.getLog(5)).find((entry) => entry.locks.some((lock) => lock.name === 'WS8'));
+  if (!(handedOver > held) || fenced !== 'fenced' || fencedRow?.status !== 'RELEASED' || !fencedRow.businessDoneAt) {
+    throw new Error('unexpected wait or fence: ' + handedOver + ', ' + fenced + ', ' + JSON.stringify(fencedRow));
+  }
   const health = await fetch(url.replace('/ws1', '/health'));
   const healthBody = (await health.json()) as { info?: { locks?: { status?: string } } };
   await app.close();
@@ -151,7 +177,7 @@ async function main(): Promise<void> {
     throw new Error('unexpected HTTP statuses: ' + whileHeld.status + ', ' + afterRelease.status);
   }
   const format = typeof require === 'function' && typeof module === 'object' ? 'CommonJS' : 'ES module';
-  console.log('consumer ok (' + format + ', ' + ${JSON.stringify(OLDEST ? 'oldest peers' : 'current peers')} + ', Node.js ' + process.version + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release, /health up through nestjs-db-locks/terminus');
+  console.log('consumer ok (' + format + ', ' + ${JSON.stringify(`${OLDEST ? 'oldest peers' : 'current peers'}, ${MYSQL ? 'MariaDB' : 'PostgreSQL'}`)} + ', Node.js ' + process.version + '): stamp ' + stamp + ', HTTP 423 while held, 200 after release, a waiter handed over, a fenced transaction, /health up through nestjs-db-locks/terminus');
 }
 
 main().catch((error: unknown) => {
@@ -173,7 +199,7 @@ writeFileSync(join(cjs, 'src', 'main.ts'), mainSource('consumer-cjs'));
 run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...(engineStrict ? ['--engine-strict'] : [])], app);
 run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
 run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], cjs);
-const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', 'pg'].map(
+const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', DRIVER].map(
   (name) => `${name}@${JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version}`,
 );
 console.log(
@@ -186,9 +212,25 @@ const cliVersion = run('npx', ['--no-install', 'nestjs-db-locks', '--version'], 
 if (cliVersion !== own.version) throw new Error(`npx nestjs-db-locks --version printed ${cliVersion}, expected ${own.version}`);
 console.log(`npx nestjs-db-locks --version: ${cliVersion}`);
 
-const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-pg-'));
-const server = process.env.DATABASE_URL ? undefined : await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
-const env = { ...process.env, DATABASE_URL: process.env.DATABASE_URL ?? server?.url };
+const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-db-'));
+chmodSync(parent, 0o755);
+/** The database of the run: DATABASE_URL (MYSQL_URL with --mysql) when set, else a server of its own. */
+async function openDatabase() {
+  if (MYSQL) {
+    if (process.env.MYSQL_URL) return { url: process.env.MYSQL_URL, server: undefined };
+    const mariadb = await startPrivateMariadb(join(parent, 'mariadb'));
+    const { createConnection } = await import('mysql2/promise');
+    const admin = await createConnection({ uri: mariadb.url });
+    await admin.query('CREATE DATABASE consumer CHARACTER SET utf8mb4 COLLATE utf8mb4_bin');
+    await admin.end();
+    return { url: mariadb.url.replace(/\/mysql$/, '/consumer'), server: mariadb };
+  }
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, server: undefined };
+  const pg = await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
+  return { url: pg.url, server: pg };
+}
+const { url: databaseUrl, server } = await openDatabase();
+const env = { ...process.env, DATABASE_URL: databaseUrl };
 try {
   for (const [dir, format] of [[app, 'ES module'], [cjs, 'CommonJS']]) {
     const out = run('node', ['dist/main.js'], dir, { ...toolEnv, DATABASE_URL: env.DATABASE_URL });
