@@ -11,6 +11,7 @@ import {
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
+import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE } from './lock.constants.js';
 import { LockDataSources } from './services/lock-data-sources.service.js';
 import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
@@ -73,6 +74,9 @@ export class LockModule extends ConfigurableModuleClass {
 
 /** Adds what depends on the extras: the DataSource's entities and store, and the global HTTP interceptor. */
 function withExtras(definition: DynamicModule, extras: LockModuleExtras): DynamicModule {
+  if (extras.dialect !== undefined && extras.dialect !== 'postgres' && extras.dialect !== 'mysql') {
+    throw new LockConfigurationError(`LockModule option dialect must be 'postgres' or 'mysql' (got ${String(extras.dialect)})`);
+  }
   const mysql = extras.dialect === 'mysql';
   const interceptor: Provider[] =
     extras.mountHttpInterceptor === false ? [] : [{ provide: APP_INTERCEPTOR, useClass: LockHttpInterceptor }];

@@ -85,6 +85,10 @@ describe('LockModule wiring', () => {
     }
   });
 
+  it('refuses a dialect other than postgres or mysql where the module is configured', () => {
+    expect(() => LockModule.forRoot({ appId: 'x', dialect: 'oracle' as never })).toThrow(LockConfigurationError);
+  });
+
   it('says how to fix a missing ScheduleModule', async () => {
     await expect(
       boot([TypeOrmModule.forRoot({ type: 'postgres', url: db.url }), LockModule.forRoot({ appId: 'nosched' })]),
