@@ -39,7 +39,8 @@ export async function createMysqlTestDatabase(options: { migrate?: boolean } = {
   const admin = mysqlAdminUrl();
   if (!admin) throw new Error('no MySQL/MariaDB server: set MYSQL_URL or install mariadb-server');
   const name = `ndl_test_${randomBytes(6).toString('hex')}`;
-  await onServer(admin, (c) => c.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`));
+  // The server's default character set and collation, as a user's database has them: the lock tables set their own.
+  await onServer(admin, (c) => c.query(`CREATE DATABASE ${name}`));
   const url = new URL(admin);
   url.pathname = `/${name}`;
   const database: TestDatabase = {
