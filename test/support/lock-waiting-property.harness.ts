@@ -84,14 +84,19 @@ export async function runWaitingProperty(db: TestDatabase, options: WaitingRunOp
     while (running) {
       for (const appId of waitingNow.keys()) waitingSince.set(appId, waitingNow.get(appId) ?? 0);
       const [waiters, counts] = await Promise.all([
-        db.query<{ app_id: string; n: number }>(
-          'SELECT app_id, count(DISTINCT waiter)::int AS n FROM locking_waiters GROUP BY app_id',
+        // SQL that PostgreSQL and MySQL both run; counts arrive as strings or numbers.
+        db.query<{ app_id: string; n: number | string }>(
+          'SELECT app_id, COUNT(DISTINCT waiter) AS n FROM locking_waiters GROUP BY app_id',
         ),
-        db.query<{ lock_name: string; r: number; w: number }>(
-          `SELECT lock_name, count(*) FILTER (WHERE mode = 'R')::int AS r, count(*) FILTER (WHERE mode = 'W')::int AS w
+        db.query<{ lock_name: string; r: number | string; w: number | string }>(
+          `SELECT lock_name, SUM(CASE WHEN mode = 'R' THEN 1 ELSE 0 END) AS r,
+                  SUM(CASE WHEN mode = 'W' THEN 1 ELSE 0 END) AS w
              FROM locking GROUP BY lock_name`,
         ),
-      ]);
+      ]).then(([w, c]) => [
+        w.map((row) => ({ ...row, n: Number(row.n) })),
+        c.map((row) => ({ ...row, r: Number(row.r), w: Number(row.w) })),
+      ] as const);
       for (const { app_id, n } of waiters) {
         if (n > (waitingSince.get(app_id) ?? 0)) violations.push(`(c) ${app_id}: ${n} waiters in the table`);
       }
@@ -154,3 +159,24 @@ export async function runWaitingProperty(db: TestDatabase, options: WaitingRunOp
   if (left.length > 0) violations.push(`(c) ${left.length} waiter row(s) left at the end`);
   return { grants, waits, aborted, violations: [...checker.violations.map((v) => `(a) ${v}`), ...violations] };
 }
+
+/** `waitRecheckMs` of the specs' runs: a missed notification would only be caught up this late. */
+const RECHECK_MS = 1500;
+
+/**
+ * The run of the waiting property specs. The progress bound is the one the README states ("Waiting for a group"):
+ * while nothing is held and somebody waits, the earliest waiter's group is free and it is woken by the release (or
+ * the departure of a writer ahead) that cleared its way; its next attempt is granted. At worst, without any
+ * notification, within `waitRecheckMs`; plus one attempt's round trip on a loaded 2-core machine.
+ */
+export const WAITING_RUN = {
+  instances: 3,
+  callersPerInstance: 4,
+  rounds: 20,
+  names: ['WA', 'WB', 'WC', 'WD', 'WE'],
+  permits: { WA: { read: 3 }, WB: { write: 2 } },
+  defaults: { read: 2, write: 1 },
+  recheckMs: RECHECK_MS,
+  maxWaitMs: 6000,
+  progressBoundMs: RECHECK_MS + 1000,
+};
