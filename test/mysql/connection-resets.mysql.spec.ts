@@ -1,7 +1,8 @@
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { stopLeftovers } from '../support/leftovers.js';
-import { startMysqlSampler, startResetProxy, type ResetProxy } from '../support/mysql-faults.js';
+import { startDbSampler } from '../support/invariant-checker.js';
+import { startResetProxy, type ResetProxy } from '../support/reset-proxy.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -42,7 +43,7 @@ describeOnMysql('MySQL/MariaDB: connections reset again and again under load', (
   afterEach(() => expect(watcher.problems).toEqual([]));
 
   it('nothing granted twice, no raw driver error reaches a caller, every lock drained', async () => {
-    const sampler = startMysqlSampler(db.url);
+    const sampler = startDbSampler(db.url);
     const load = startLoad([proxied.locks, direct.locks], {
       names: ['L1', 'L2', 'L3'],
       workers: 3,

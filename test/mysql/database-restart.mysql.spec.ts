@@ -11,7 +11,7 @@ import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { stopLeftovers } from '../support/leftovers.js';
 import { mariadbInstalled, startPrivateMariadb } from '../support/mariadb-server.mjs';
-import { startMysqlSampler } from '../support/mysql-faults.js';
+import { startDbSampler } from '../support/invariant-checker.js';
 import { until } from '../support/until.js';
 
 // A long lease: stopping and starting the server take seconds on a loaded machine, and the outage must stay shorter.
@@ -82,7 +82,7 @@ const options = { leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs
     const keptRead = await r3.tryLocks(['KEEPR_READ']);
     const signals = [r1.getSignal(kept), r3.getSignal(keptRead)];
     const unreleased = await r2.tryLocks(['UNRELEASED_WRITE']);
-    const sampler = startMysqlSampler(url, { defaultPermits: { read: 1, write: 1 } });
+    const sampler = startDbSampler(url, { defaultPermits: { read: 1, write: 1 } });
     const load = startLoad(apps.map((app) => app.locks), {
       names: ['F1', 'F2', 'F3'],
       workers: 3,

@@ -1,0 +1,54 @@
+import { createServer, type Server, Socket } from 'node:net';
+
+/** A loopback TCP proxy in front of MySQL/MariaDB that resets every connection through it on demand. */
+export interface ResetProxy {
+  /** `url` (a database behind the proxy) with the proxy's host and port. */
+  via(url: string): string;
+  /** Resets every connection through the proxy at once (both sides see ECONNRESET). */
+  resetAll(): void;
+  close(): Promise<void>;
+}
+
+/** Starts a proxy to the server of `url` on a free loopback port. */
+export async function startResetProxy(url: string): Promise<ResetProxy> {
+  const target = new URL(url);
+  const pairs = new Set<[Socket, Socket]>();
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    const drop = () => {
+      pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    upstream.connect(Number(target.port || 3306), target.hostname, () => {
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const resetAll = () => {
+    for (const [client, upstream] of [...pairs]) {
+      client.resetAndDestroy();
+      upstream.resetAndDestroy();
+    }
+    pairs.clear();
+  };
+  return {
+    via(databaseUrl) {
+      const proxied = new URL(databaseUrl);
+      proxied.hostname = '127.0.0.1';
+      proxied.port = String(port);
+      return proxied.toString();
+    },
+    resetAll,
+    async close() {
+      resetAll();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
