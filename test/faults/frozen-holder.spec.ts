@@ -4,6 +4,7 @@ import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startHolder } from '../support/holder-process.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { startDbSampler } from '../support/invariant-checker.js';
+import { DIALECTS, namesOf } from '../support/dialects.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 import { stopLeftovers } from '../support/leftovers.js';
@@ -20,7 +21,7 @@ const holderEnv = (url: string, appId: string, locks: string) => ({
 });
 
 /** A holder in a process of its own, frozen with SIGSTOP past its lease (a GC pause, a stuck VM, a debugger). */
-describe('a frozen holder', () => {
+for (const dialect of DIALECTS) dialect.describe(`a frozen holder (${dialect.name})`, () => {
   afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
   let watcher: LockApp;
@@ -28,7 +29,7 @@ describe('a frozen holder', () => {
   const process_ = watchProcess();
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     watcher = await createLockApp(db.url, { appId: 'taker', reaperIntervalMs: REAPER_MS, leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS });
     worker = await createLockApp(db.url, { appId: 'worker', reaperIntervalMs: REAPER_MS, leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS });
   });
@@ -72,9 +73,10 @@ describe('a frozen holder', () => {
       expect(report.granted).toBeGreaterThan(20);
       expect(sampled.violations).toEqual([]);
     }
-    expect(await db.query(`SELECT status FROM locking_log WHERE lock_names = '{FROZEN}' ORDER BY stamp`)).toEqual([
-      { status: 'REAPED' },
-      { status: 'RELEASED' },
+    const log = await db.query<{ status: string; lock_names: unknown }>('SELECT status, lock_names FROM locking_log ORDER BY stamp');
+    expect(log.filter((row) => namesOf(row.lock_names).join() === 'FROZEN').map((row) => row.status)).toEqual([
+      'REAPED',
+      'RELEASED',
     ]);
     // The killed holder's own rows (none left) and the load's are drained.
     await until(async () => (await db.query('SELECT 1 FROM locking')).length === 0, LEASE_MS + REAPER_MS + 2000);

@@ -19,11 +19,16 @@ const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const env = process.env;
 
 class HolderModule {}
+/** A `mysql://` URL: the holder runs on MariaDB/MySQL. */
+const mysql = (env.DATABASE_URL ?? '').startsWith('mysql:');
 Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 3 } }),
+    mysql
+      ? TypeOrmModule.forRoot({ type: 'mariadb', url: env.DATABASE_URL, timezone: 'Z', extra: { connectionLimit: 3 } })
+      : TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 3 } }),
     ScheduleModule.forRoot(),
     LockModule.forRoot({
+      ...(mysql ? { dialect: 'mysql' } : {}),
       appId: env.APP_ID ?? 'holder',
       leaseMs: Number(env.LEASE_MS ?? 30000),
       renewIntervalMs: env.RENEW_MS ? Number(env.RENEW_MS) : undefined,

@@ -2,7 +2,7 @@ import { type DynamicModule, type INestApplicationContext, Module, type Type } f
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LockModule, LockService, type LockModuleOptions } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES, LockModule, LockService, type LockModuleOptions } from 'nestjs-db-locks';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 /** Options of one test instance: at least its `appId`. */
@@ -17,14 +17,16 @@ export interface LockApp {
 
 /**
  * The imports every test application uses: TypeORM on `url` (its own pool), ScheduleModule, LockModule. A `mysql://`
- * URL opens a MariaDB/MySQL DataSource (UTC times) and configures LockModule's dialect to match.
+ * URL opens a MariaDB/MySQL DataSource (UTC times) and configures LockModule's dialect to match. The entities are
+ * given, not auto-loaded: @nestjs/typeorm keeps the entities registered for the default DataSource process-wide, and a
+ * file that boots both dialects would hand one dialect's entities to the other.
  */
 export function lockAppImports(url: string, options: TestLockOptions, poolSize = 4): DynamicModule[] {
   const mysql = url.startsWith('mysql:');
   return [
     mysql
-      ? TypeOrmModule.forRoot({ type: 'mariadb', url, extra: { connectionLimit: poolSize }, timezone: 'Z', autoLoadEntities: true })
-      : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, autoLoadEntities: true }),
+      ? TypeOrmModule.forRoot({ type: 'mariadb', url, extra: { connectionLimit: poolSize }, timezone: 'Z', entities: [...LOCK_MYSQL_ENTITIES] })
+      : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, entities: [...LOCK_ENTITIES] }),
     ScheduleModule.forRoot(),
     LockModule.forRoot(mysql ? { dialect: 'mysql', ...options } : options),
   ];

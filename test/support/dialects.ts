@@ -1,0 +1,22 @@
+import { createMysqlTestDatabase, describeOnMysql } from './mysql-test-database.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
+
+/** A database dialect the same spec runs on: how to create its test database, and its `describe`. */
+export interface TestDialect {
+  readonly name: 'PostgreSQL' | 'MariaDB';
+  readonly createDatabase: (options?: { migrate?: boolean }) => Promise<TestDatabase>;
+  /** `describe`, or `describe.skip` when the suite has no server of this dialect. */
+  readonly describe: jest.Describe;
+}
+
+/** PostgreSQL and MariaDB, for the specs that run on both. */
+export const DIALECTS: readonly TestDialect[] = [
+  { name: 'PostgreSQL', createDatabase: createTestDatabase, describe },
+  { name: 'MariaDB', createDatabase: createMysqlTestDatabase, describe: describeOnMysql },
+];
+
+/** The names of a log row's group, as either dialect's driver returns them (an array, or JSON text). */
+export function namesOf(value: unknown): string[] {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? parsed.map(String) : [];
+}
