@@ -1,4 +1,5 @@
 import { createMysqlTestDatabase, describeOnMysql } from './mysql-test-database.js';
+import { canStartMariadb, startRestartableMariadb, startRestartablePostgres, type RestartableServer } from './restartable-server.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 /** A database dialect the same spec runs on: how to create its test database, and its `describe`. */
@@ -7,12 +8,28 @@ export interface TestDialect {
   readonly createDatabase: (options?: { migrate?: boolean }) => Promise<TestDatabase>;
   /** `describe`, or `describe.skip` when the suite has no server of this dialect. */
   readonly describe: jest.Describe;
+  /** Starts a server of the test's own that it may stop and start again. */
+  readonly startRestartable: () => Promise<RestartableServer>;
+  /** `describe`, or `describe.skip` when this machine cannot start a server of this dialect. */
+  readonly describeRestartable: jest.Describe;
 }
 
 /** PostgreSQL and MariaDB, for the specs that run on both. */
 export const DIALECTS: readonly TestDialect[] = [
-  { name: 'PostgreSQL', createDatabase: createTestDatabase, describe },
-  { name: 'MariaDB', createDatabase: createMysqlTestDatabase, describe: describeOnMysql },
+  {
+    name: 'PostgreSQL',
+    createDatabase: createTestDatabase,
+    describe,
+    startRestartable: startRestartablePostgres,
+    describeRestartable: describe, // embedded PostgreSQL comes with the dev dependencies
+  },
+  {
+    name: 'MariaDB',
+    createDatabase: createMysqlTestDatabase,
+    describe: describeOnMysql,
+    startRestartable: startRestartableMariadb,
+    describeRestartable: canStartMariadb() ? describe : describe.skip,
+  },
 ];
 
 /** The names of a log row's group, as either dialect's driver returns them (an array, or JSON text). */

@@ -1,6 +1,6 @@
 import { createServer, type Server, Socket } from 'node:net';
 
-/** A loopback TCP proxy in front of MySQL/MariaDB that resets every connection through it on demand. */
+/** A loopback TCP proxy in front of a database server (any protocol) that resets every connection through it on demand. */
 export interface ResetProxy {
   /** `url` (a database behind the proxy) with the proxy's host and port. */
   via(url: string): string;
@@ -24,7 +24,7 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    upstream.connect(Number(target.port || 3306), target.hostname, () => {
+    upstream.connect(Number(target.port || (target.protocol.startsWith('postgres') ? 5432 : 3306)), target.hostname, () => {
       client.pipe(upstream);
       upstream.pipe(client);
     });

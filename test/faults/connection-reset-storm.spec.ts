@@ -1,9 +1,9 @@
+import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { stopLeftovers } from '../support/leftovers.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { startResetProxy, type ResetProxy } from '../support/reset-proxy.js';
-import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -11,12 +11,12 @@ const LEASE_MS = 1500;
 const REAPER_MS = 300;
 
 /**
- * A proxy between one instance and MariaDB resets every connection again and again while two instances take and
- * release groups: transactions cut before, during and after their COMMIT. Another instance, connected directly, runs
- * the reaper.
+ * A proxy between one instance and the database resets every connection again and again while two instances take
+ * and release groups: statements and transactions cut before, during and after their commit. Another instance,
+ * connected directly, runs the reaper.
  */
-describeOnMysql('MySQL/MariaDB: connections reset again and again under load', () => {
-  afterEach(stopLeftovers);
+for (const dialect of DIALECTS) dialect.describe(`connections reset again and again under load on ${dialect.name}`, () => {
+  afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
   let db: TestDatabase;
   let proxy: ResetProxy;
   let proxied: LockApp;
@@ -24,7 +24,7 @@ describeOnMysql('MySQL/MariaDB: connections reset again and again under load', (
   const watcher = watchProcess();
 
   beforeAll(async () => {
-    db = await createMysqlTestDatabase();
+    db = await dialect.createDatabase();
     proxy = await startResetProxy(db.url);
     proxied = await createLockApp(
       proxy.via(db.url),
