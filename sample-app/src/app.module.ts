@@ -6,6 +6,7 @@ import { ActivityModule } from './activity/activity.module.js';
 import { SampleConfigModule } from './config/sample-config.module.js';
 import { SAMPLE_CONFIG, type SampleConfig } from './config/sample.config.js';
 import { ConsoleModule } from './console/console.module.js';
+import { sampleDatabaseTarget, sampleDataSourceOptions } from './database/sample-dialect.js';
 import { SAMPLE_MIGRATIONS } from './database/sample.migrations.js';
 import { LoansModule } from './loans/loans.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -26,29 +27,31 @@ export function lockOptionsOf(config: SampleConfig): LockModuleOptions {
 
 /**
  * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002) and the lock console, on one shared
- * PostgreSQL database. Wired the way a user wires the library: the application owns TypeORM and the scheduler,
- * `LockModule` borrows both.
+ * PostgreSQL, MySQL or MariaDB database (the scheme of `databaseUrl` picks it). Wired the way a user wires the
+ * library: the application owns TypeORM and the scheduler, `LockModule` borrows both (told the dialect, which picks
+ * the lock entities it registers).
  */
 @Module({})
 export class AppModule {
   /** The module for `config` (`main.ts` builds it from the environment; the tests build their own). */
   static forRoot(config: SampleConfig): DynamicModule {
+    const { dialect } = sampleDatabaseTarget(config.databaseUrl);
     return {
       module: AppModule,
       imports: [
         SampleConfigModule.forRoot(config),
         TypeOrmModule.forRoot({
-          type: 'postgres',
-          url: config.databaseUrl,
+          ...sampleDataSourceOptions(config.databaseUrl, config.appId),
+          // The features' entities and LockModule's (the MySQL ones with dialect 'mysql'), each process on one dialect.
           autoLoadEntities: true,
           migrations: SAMPLE_MIGRATIONS,
           migrationsRun: true,
-          extra: { max: 10, application_name: `nestjs-db-locks-sample:${config.appId}` },
         }),
         // The jobs are @Cron / @Interval methods; turning their discovery off stops them (the tests run jobs on
         // demand). LockModule's own tasks register with SchedulerRegistry directly and keep running.
         ScheduleModule.forRoot({ cronJobs: config.schedule, intervals: config.schedule }),
         LockModule.forRootAsync({
+          dialect,
           inject: [SAMPLE_CONFIG],
           useFactory: (sample: SampleConfig) => lockOptionsOf(sample),
         }),

@@ -1,11 +1,17 @@
+import type { SampleDialect } from './database/sample-dialect.js';
+
 /** How this process was started: alone (`npm start`), or as one instance of `npm run start:cluster`. */
 export interface BannerInput {
   readonly appId: string;
   readonly pid: number;
   /** The console's address. */
   readonly url: string;
-  /** Where the database is, in words (`embedded PostgreSQL (.data/sample-pg)`, `DATABASE_URL (host:5432/db)`). */
+  /** Where the database is, in words (`embedded PostgreSQL (.data/sample-pg)`, `DATABASE_URL (postgres://host:5432/db)`). */
   readonly database: string;
+  /** The server as it names itself (`PostgreSQL 15.8`, `MariaDB 10.11.6`), when known. */
+  readonly server?: string;
+  /** The dialect the sample and the lock library run in (default `postgres`). */
+  readonly dialect?: SampleDialect;
   /** Whether the scheduled jobs and the simulated traffic run. */
   readonly jobs: boolean;
   /** Set when `npm run start:cluster` started this process. */
@@ -13,16 +19,21 @@ export interface BannerInput {
 }
 
 /**
- * The lines an instance prints once it listens: who it is, where its console and its database are, and how to stop
- * it — or, in a cluster, how to stop the cluster and how to watch this instance's locks come back after a crash.
+ * The lines an instance prints once it listens: who it is, where its console and its database are (which server,
+ * and on MySQL / MariaDB how waiting differs), and how to stop it — or, in a cluster, how to stop the cluster and
+ * how to watch this instance's locks come back after a crash.
  */
 export function sampleBanner(input: BannerInput): string[] {
   const jobs = input.jobs ? '' : ' (jobs off)';
+  const database = `database: ${input.server ? `${input.server} · ` : ''}${input.database}`;
+  const polling = "a waiter sees other instances' releases by polling (MySQL/MariaDB has no LISTEN/NOTIFY)";
+  const dialect = input.dialect === 'mysql' ? [`lock dialect: mysql · ${polling}`] : [];
   if (input.cluster) {
     return [
       `nestjs-db-locks sample · instance ${input.appId}, pid ${input.pid}${jobs} · ` +
         `one of ${input.cluster.instances} instances of the cluster (pid ${input.cluster.pid})`,
-      `database: ${input.database}, shared by the cluster`,
+      `${database}, shared by the cluster`,
+      ...dialect,
       `lock console: ${input.url}`,
       `stop the cluster: Ctrl+C, or kill ${input.cluster.pid} · crash this instance: kill -9 ${input.pid} ` +
         `(its locks come back; the cluster restarts it)`,
@@ -30,7 +41,8 @@ export function sampleBanner(input: BannerInput): string[] {
   }
   return [
     `nestjs-db-locks sample · instance ${input.appId}, pid ${input.pid}${jobs}`,
-    `database: ${input.database}`,
+    database,
+    ...dialect,
     `lock console: ${input.url}`,
     `stop: Ctrl+C · several instances on one database: npm run start:cluster`,
   ];

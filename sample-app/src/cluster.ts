@@ -6,11 +6,12 @@ import { openSampleDatabase } from './database/sample-database.js';
 import { runSampleMigrations } from './database/sample.migrations.js';
 
 /**
- * `npm run start:cluster`: starts embedded PostgreSQL once (or uses `DATABASE_URL`), runs the migrations once, then
- * runs three instances of the sample on it (`sample-1` … `sample-3` on ports 3000–3002, `BASE_PORT` to move them),
- * each its own process with its own `APP_ID`. An instance that dies is restarted after `RESTART_DELAY_MS`
- * (default 20 s): long enough to watch its locks stay held, then come back — by lease expiry and the reaper of a
- * surviving instance (log: REAPED), or at its restart (log: RECOVERED).
+ * `npm run start:cluster`: starts embedded PostgreSQL once (or uses `DATABASE_URL`: `postgres://`, `mysql://` or
+ * `mariadb://`, handed to every instance as it is), runs the migrations once, then runs three instances of the sample
+ * on it (`sample-1` … `sample-3` on ports 3000–3002, `BASE_PORT` to move them), each its own process with its own
+ * `APP_ID`. An instance that dies is restarted after `RESTART_DELAY_MS` (default 20 s): long enough to watch its
+ * locks stay held, then come back — by lease expiry and the reaper of a surviving instance (log: REAPED), or at its
+ * restart (log: RECOVERED).
  */
 const INSTANCES = 3;
 const basePort = Number(process.env.BASE_PORT || 3000);

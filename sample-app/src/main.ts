@@ -1,14 +1,17 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import { clusterFromEnv, sampleBanner } from './banner.js';
 import { sampleConfigFromEnv } from './config/sample.config.js';
 import { openSampleDatabase } from './database/sample-database.js';
+import { sampleServerName } from './database/sample-dialect.js';
 import { registerSampleMetrics } from './metrics/sample-metrics.js';
 
 /**
- * `npm start`: one instance of the sample on embedded PostgreSQL (or on `DATABASE_URL`), serving the lock console.
+ * `npm start`: one instance of the sample on embedded PostgreSQL (or on `DATABASE_URL`: `postgres://`, or `mysql://` /
+ * `mariadb://` for MySQL or MariaDB), serving the lock console.
  * Environment: `PORT` (3000), `HOST` (127.0.0.1), `APP_ID` (sample-1), `DATABASE_URL`, and the tuning variables of
  * `sampleConfigFromEnv`.
  */
@@ -43,6 +46,8 @@ async function main(): Promise<void> {
     pid: process.pid,
     url: `http://${shown}:${port}/`,
     database: cluster?.database ?? database.source,
+    server: await sampleServerName(app.get(DataSource)).catch(() => undefined),
+    dialect: database.dialect,
     jobs: config.schedule,
     cluster,
   });

@@ -16,7 +16,7 @@ export const describeOnMysql: jest.Describe = mysqlAdminUrl() ? describe : descr
  * `$1`, `$2`, … as `?` with the values in the order the placeholders appear, so that the harnesses' PostgreSQL
  * statements run unchanged where their SQL is standard.
  */
-function positional(text: string, values: readonly unknown[] = []): { sql: string; params: unknown[] } {
+export function positional(text: string, values: readonly unknown[] = []): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const sql = text.replace(/\$(\d+)(::[a-z]+)?/g, (_, index: string) => {
     params.push(values[Number(index) - 1]);

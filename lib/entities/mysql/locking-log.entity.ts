@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Column, Entity, Generated, Index, PrimaryColumn } from 'typeorm';
 import type { LockLogStatus } from '../../interfaces/index.js';
 import { bigintAsNumber } from '../bigint-as-number.transformer.js';
 
@@ -11,6 +11,7 @@ import { bigintAsNumber } from '../bigint-as-number.transformer.js';
 export class MysqlLockingLogEntity {
   /** The grant's stamp (and fencing token), from the table's `AUTO_INCREMENT`. */
   @PrimaryColumn({ name: 'stamp', type: 'bigint', transformer: bigintAsNumber })
+  @Generated('increment') // else TypeORM's `synchronize` drops the column (and every stamp) to remove AUTO_INCREMENT
   stamp!: number;
 
   /** The `appId` that took it. */

@@ -3,7 +3,10 @@
  * (`sampleConfigFromEnv`); the tests build it directly, with short durations and the schedule off.
  */
 export interface SampleConfig {
-  /** The PostgreSQL database shared by every instance (the lock tables and the services' own tables). */
+  /**
+   * The database shared by every instance (the lock tables and the services' own tables): `postgres://` for
+   * PostgreSQL, `mysql://` or `mariadb://` for MySQL / MariaDB.
+   */
   readonly databaseUrl: string;
   /** This instance's `appId` (seed 000's `app_id`): stable across restarts, unique among live instances. */
   readonly appId: string;

@@ -1,11 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { makeReachableByPostgresUser, startEmbeddedPostgres } from './embedded-postgres.js';
+import { type SampleDialect, sampleDatabaseTarget } from './sample-dialect.js';
 
 /** The database the sample application runs on, and how to let go of it. */
 export interface SampleDatabase {
-  /** Connection URL handed to TypeORM (and to the cluster's children). */
+  /** Connection URL handed to TypeORM (and to the cluster's children); its scheme picks the dialect. */
   readonly url: string;
+  /** PostgreSQL, or MySQL / MariaDB (a `mysql://` or `mariadb://` `DATABASE_URL`). */
+  readonly dialect: SampleDialect;
   /** Where it comes from, for the start-up banner. */
   readonly source: string;
   /** Anything done to the file system to make it work, for the start-up banner. */
@@ -22,7 +25,8 @@ export const DEFAULT_DATA_DIR = resolve(process.cwd(), '.data', 'sample-pg');
 const USER_AND_PASSWORD = 'postgres:postgres';
 
 /**
- * The sample's database: `DATABASE_URL` when set, otherwise embedded PostgreSQL with its data in `dataDir`.
+ * The sample's database: `DATABASE_URL` when set (`postgres://`, or `mysql://` / `mariadb://` for MySQL or MariaDB),
+ * otherwise embedded PostgreSQL with its data in `dataDir`. @throws Error for a URL of any other scheme.
  * A server left running by a previous run that was killed (`kill -9` leaves PostgreSQL up) is reused, not fought.
  */
 export async function openSampleDatabase(
@@ -30,10 +34,11 @@ export async function openSampleDatabase(
   dataDir: string = env.SAMPLE_DATA_DIR ? resolve(env.SAMPLE_DATA_DIR) : DEFAULT_DATA_DIR,
 ): Promise<SampleDatabase> {
   if (env.DATABASE_URL) {
-    const { hostname, port, pathname } = new URL(env.DATABASE_URL);
+    const { dialect, where } = sampleDatabaseTarget(env.DATABASE_URL);
     return {
       url: env.DATABASE_URL,
-      source: `DATABASE_URL (${hostname}:${port || 5432}${pathname})`,
+      dialect,
+      source: `DATABASE_URL (${where})`,
       notes: [],
       started: false,
       stop: async () => undefined,
@@ -46,6 +51,7 @@ export async function openSampleDatabase(
   if (orphan !== undefined) {
     return {
       url: `postgres://${USER_AND_PASSWORD}@127.0.0.1:${orphan}/postgres`,
+      dialect: 'postgres',
       source: `embedded PostgreSQL left running by an earlier run (${dataDir}, port ${orphan})`,
       notes,
       started: false,
@@ -53,7 +59,14 @@ export async function openSampleDatabase(
     };
   }
   const server = await startEmbeddedPostgres({ dataDir, persistent: true });
-  return { url: server.url, source: `embedded PostgreSQL (${dataDir})`, notes, started: true, stop: server.stop };
+  return {
+    url: server.url,
+    dialect: 'postgres',
+    source: `embedded PostgreSQL (${dataDir})`,
+    notes,
+    started: true,
+    stop: server.stop,
+  };
 }
 
 /**

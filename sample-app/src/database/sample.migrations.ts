@@ -1,8 +1,12 @@
 import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
+import { sampleDataSourceOptions } from './sample-dialect.js';
 import { CreateSampleTables1763900000000 } from './migrations/1763900000000-create-sample-tables.js';
 
-/** The library's lock tables first, then the sample services' own tables. */
+/**
+ * The library's lock tables first, then the sample services' own tables: one list for every dialect (each migration
+ * runs the statements of the database it runs on).
+ */
 export const SAMPLE_MIGRATIONS = [...LOCK_MIGRATIONS, CreateSampleTables1763900000000];
 
 /**
@@ -11,7 +15,7 @@ export const SAMPLE_MIGRATIONS = [...LOCK_MIGRATIONS, CreateSampleTables17639000
  * @returns the names of the migrations that ran.
  */
 export async function runSampleMigrations(url: string): Promise<string[]> {
-  const dataSource = new DataSource({ type: 'postgres', url, migrations: SAMPLE_MIGRATIONS });
+  const dataSource = new DataSource({ ...sampleDataSourceOptions(url, 'migrations'), migrations: SAMPLE_MIGRATIONS });
   await dataSource.initialize();
   try {
     return (await dataSource.runMigrations({ transaction: 'each' })).map((migration) => migration.name);

@@ -38,11 +38,14 @@ export class LoanOperationEntity {
   @Column({ name: 'debt_id', type: 'integer', nullable: true })
   debtId!: number | null;
 
-  /** Database time when the business work began. */
-  @Column({ name: 'started_at', type: 'timestamptz' })
+  /**
+   * Database time when the business work began (`timestamptz` on PostgreSQL, `DATETIME(6)` in UTC on MySQL /
+   * MariaDB: `timestamp` is the type name TypeORM accepts on both).
+   */
+  @Column({ name: 'started_at', type: 'timestamp' })
   startedAt!: Date;
 
   /** Database time when the business work ended (just before "business done" and the commit). */
-  @Column({ name: 'finished_at', type: 'timestamptz' })
+  @Column({ name: 'finished_at', type: 'timestamp' })
   finishedAt!: Date;
 }

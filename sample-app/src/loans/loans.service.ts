@@ -2,8 +2,9 @@ import { ConflictException, Inject, Injectable, NotFoundException } from '@nestj
 import { InjectDataSource } from '@nestjs/typeorm';
 import { LockService, WithLocks, type LockMode, type LockRequest } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DataSource, type EntityManager } from 'typeorm';
+import { DataSource, type EntityManager, MoreThanOrEqual } from 'typeorm';
 import { SAMPLE_CONFIG, type SampleConfig } from '../config/sample.config.js';
+import { SAMPLE_SQL, sampleDialectOf } from '../database/sample-dialect.js';
 import { DebtEntity } from './debt.entity.js';
 import { InvestorAccountEntity } from './investor-account.entity.js';
 import type { RepaymentInput, TransferInput } from './loan-input.util.js';
@@ -124,11 +125,13 @@ export class LoansService {
     await lockAccounts(manager, [to, debt.investor]);
     const sold = await manager.update(DebtEntity, { id: debtId, investor: debt.investor }, { investor: to });
     if (sold.affected !== 1) throw new ConflictException(`debt ${debtId} was sold by another transfer meanwhile`);
-    const paid = await manager.query(
-      'UPDATE investor_accounts SET balance_cents = balance_cents - $2 WHERE investor = $1 AND balance_cents >= $2',
-      [to, priceCents],
+    const paid = await manager.decrement(
+      InvestorAccountEntity,
+      { investor: to, balanceCents: MoreThanOrEqual(priceCents) },
+      'balanceCents',
+      priceCents,
     );
-    if (affectedRows(paid) !== 1) throw new ConflictException(`${to} cannot pay ${priceCents} cents`);
+    if (paid.affected !== 1) throw new ConflictException(`${to} cannot pay ${priceCents} cents`);
     await credit(manager, debt.investor, priceCents);
     return record(
       manager,
@@ -153,35 +156,31 @@ async function assertLoan(manager: EntityManager, loanId: number): Promise<void>
  * Locks the accounts of `investors` for the rest of the business transaction, in investor order, before any of them
  * changes. Operations on different loans run at the same time (each holds only its own loan's lock) and move money
  * between the same investors' accounts: taking those rows in one fixed order means two operations can wait for each
- * other only in a line, never in a cycle, which PostgreSQL would break by aborting one of them (`deadlock detected`).
- * `FOR UPDATE` with `ORDER BY` locks the rows in the sorted order (PostgreSQL applies the locking clause after
- * sorting).
+ * other only in a line, never in a cycle, which the database would break by aborting one of them (PostgreSQL's
+ * `deadlock detected`, InnoDB's `ER_LOCK_DEADLOCK`). `FOR UPDATE` with `ORDER BY` locks the rows in the sorted order:
+ * PostgreSQL applies the locking clause after sorting, and InnoDB locks them as it reads the primary key in order.
  */
 async function lockAccounts(manager: EntityManager, investors: readonly string[]): Promise<void> {
-  await manager.query(
-    'SELECT investor FROM investor_accounts WHERE investor = ANY($1) ORDER BY investor FOR UPDATE',
-    [[...new Set(investors)]],
-  );
+  if (investors.length === 0) return;
+  await manager
+    .createQueryBuilder(InvestorAccountEntity, 'account')
+    .select('account.investor')
+    .where('account.investor IN (:...investors)', { investors: [...new Set(investors)] })
+    .orderBy('account.investor')
+    .setLock('pessimistic_write')
+    .getRawMany();
 }
 
-/** The database clock now (not the transaction's start: `clock_timestamp()`). */
+/** The database clock now (not the transaction's start), in the dialect of `manager`'s DataSource. */
 async function databaseNow(manager: EntityManager): Promise<Date> {
-  const rows: Array<{ now: Date }> = await manager.query('SELECT clock_timestamp() AS now');
+  const rows: Array<{ now: Date }> = await manager.query(SAMPLE_SQL[sampleDialectOf(manager.dataSource)].now);
   const now = rows[0]?.now;
   if (!now) throw new Error('the database did not tell the time');
   return now;
 }
 
 async function credit(manager: EntityManager, investor: string, cents: number): Promise<void> {
-  await manager.query('UPDATE investor_accounts SET balance_cents = balance_cents + $2 WHERE investor = $1', [
-    investor,
-    cents,
-  ]);
-}
-
-/** `manager.query` of an UPDATE resolves to `[rows, affected]` with the `pg` driver. */
-function affectedRows(result: unknown): number {
-  return Array.isArray(result) && typeof result[1] === 'number' ? result[1] : 0;
+  await manager.increment(InvestorAccountEntity, { investor }, 'balanceCents', cents);
 }
 
 async function record(

@@ -16,7 +16,7 @@ export class Ws1RateEntity {
   @Column({ type: 'integer' })
   generation!: number;
 
-  /** When it was written (database time). */
-  @Column({ name: 'built_at', type: 'timestamptz', default: () => 'now()' })
+  /** When it was written (database time; the column's default, in each dialect's type: see the migration). */
+  @Column({ name: 'built_at', type: 'timestamp', insert: false })
   builtAt!: Date;
 }

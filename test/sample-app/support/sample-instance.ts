@@ -28,7 +28,11 @@ export const TEST_SAMPLE_CONFIG: Omit<SampleConfig, 'databaseUrl' | 'appId'> = {
   consolePollMs: 200,
 };
 
-/** Boots the sample's real `AppModule` (it runs its migrations on first start) and listens on 127.0.0.1. */
+/**
+ * Boots the sample's real `AppModule` (it runs its migrations on first start) and listens on 127.0.0.1. The URL's
+ * scheme picks the dialect, as `DATABASE_URL` does for `npm start`: `postgres://`, or `mysql://` / `mariadb://`. One
+ * test file boots one dialect only (`autoLoadEntities`: @nestjs/typeorm keeps a DataSource's entities process-wide).
+ */
 export async function startSampleInstance(
   databaseUrl: string,
   overrides: Partial<SampleConfig> & { appId: string },
