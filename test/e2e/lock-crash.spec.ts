@@ -4,17 +4,18 @@ import type { LockSpec } from 'nestjs-db-locks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startHolder } from '../support/holder-process.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 const LEASE_MS = 1500;
 const REAPER_MS = 500;
 
-describe('crashes with real child processes', () => {
+for (const dialect of DIALECTS) dialect.describe(`crashes with real child processes on ${dialect.name}`, () => {
   let db: TestDatabase;
   let watcher: LockApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     await db.query('CREATE TABLE business (writer text NOT NULL, stamp bigint NOT NULL)');
     // Another instance of the fleet: it runs the reaper and takes over freed locks.
     watcher = await createLockApp(db.url, { appId: 'watcher', reaperIntervalMs: REAPER_MS });

@@ -3,7 +3,8 @@ import { WithLocks } from 'nestjs-db-locks';
 import { from, map, switchMap, throwError, timer, type Observable } from 'rxjs';
 import { lockRows } from '../support/lock-rows.js';
 import { createNestApp, type TestNestApp } from '../support/nest-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 let db: TestDatabase;
 
@@ -42,12 +43,12 @@ class Ws1Controller {
   }
 }
 
-describe('@WithLocks on controllers (two application instances, one database)', () => {
+for (const dialect of DIALECTS) dialect.describe(`@WithLocks on controllers (two application instances, one database) on ${dialect.name}`, () => {
   let api: TestNestApp;
   let rebuilder: TestNestApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     api = await createNestApp(db.url, { appId: 'ws1-api' }, { controllers: [Ws1Controller] });
     rebuilder = await createNestApp(db.url, { appId: 'ws1-rebuild' }, { controllers: [Ws1Controller] });
   });

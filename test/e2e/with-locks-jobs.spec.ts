@@ -4,7 +4,8 @@ import { WithLocks } from 'nestjs-db-locks';
 import { lockRows } from '../support/lock-rows.js';
 import { createNestApp, type TestNestApp } from '../support/nest-app.js';
 import { until } from '../support/until.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 let db: TestDatabase;
 
@@ -46,12 +47,12 @@ class Ws1Jobs {
 }
 
 
-describe('@WithLocks on scheduled jobs', () => {
+for (const dialect of DIALECTS) dialect.describe(`@WithLocks on scheduled jobs on ${dialect.name}`, () => {
   let jobs: TestNestApp;
   let other: TestNestApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     other = await createNestApp(db.url, { appId: 'ws1-other' });
     jobs = await createNestApp(db.url, { appId: 'ws1-jobs' }, { providers: [Ws1Jobs] });
   });

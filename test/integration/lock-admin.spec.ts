@@ -8,24 +8,13 @@ import {
   LockConfigurationError,
   LockLostError,
 } from 'nestjs-db-locks';
-import { DataSource } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
+import { dbNow, deadlockEvidence, openSession, sessionsWaitingForALock } from '../support/dialect-sql.js';
+import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
-
-let db: TestDatabase;
-let dataSource: DataSource;
-let admin: LockAdminService;
-
-/** Sessions of the test database waiting for a row or table lock. */
-const WAITING_FOR_A_LOCK = `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`;
-
-/** Deadlocks PostgreSQL has detected in the test database so far. */
-async function deadlocks(): Promise<number> {
-  const [row] = await db.query<{ n: string }>('SELECT deadlocks AS n FROM pg_stat_database WHERE datname = current_database()');
-  return Number(row?.n);
-}
 
 /** Resolves with the reason once `signal` fires. */
 function aborted(signal: AbortSignal): Promise<unknown> {
@@ -35,12 +24,32 @@ function aborted(signal: AbortSignal): Promise<unknown> {
   });
 }
 
-describe('LockAdminService', () => {
+for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.name}`, () => {
   const { start, closeAll } = trackApps(createLockApp);
+  let db: TestDatabase;
+  let dataSource: DataSource;
+  let admin: LockAdminService;
+  const deadlocks = () => deadlockEvidence(db, dialect);
+  /** The database's clock now (not the transaction's start). */
+  const clock = async (): Promise<Date> => {
+    const [row] = await db.query<{ now: string | Date }>(
+      dialect.name === 'MariaDB'
+        ? `SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%dT%H:%i:%s.%fZ') AS now`
+        : 'SELECT clock_timestamp() AS now',
+    );
+    return new Date(row!.now);
+  };
+  /** A DataSource of the script's own on `url` (not initialized). */
+  const options = (url: string, more: Partial<DataSourceOptions> = {}): DataSourceOptions =>
+    ({
+      ...(dialect.name === 'MariaDB' ? { type: 'mariadb', timezone: 'Z' } : { type: 'postgres' }),
+      url,
+      ...more,
+    }) as DataSourceOptions;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 3 } });
+    db = await dialect.createDatabase();
+    dataSource = new DataSource(options(db.url, { extra: dialect.name === 'MariaDB' ? { connectionLimit: 3 } : { max: 3 } }));
     await dataSource.initialize();
     admin = LockAdminService.create(dataSource, { actor: 'alice@on-call' });
   });
@@ -51,8 +60,8 @@ describe('LockAdminService', () => {
     await db.query('DELETE FROM locking_permissions');
   });
   afterAll(async () => {
-    await dataSource.destroy();
-    await db.drop();
+    await dataSource?.destroy();
+    await db?.drop();
   });
 
   it("frees another app's live grant, audited; the holder learns it on its next renewal", async () => {
@@ -100,16 +109,16 @@ describe('LockAdminService', () => {
     const holder = await start(db.url, { appId: 'holder', reaperIntervalMs: 0 });
     const stamp = await holder.locks.tryLocks(['ORDER_WRITE', 'ORDER2_READ']);
     const before = await deadlocks();
-    const reaper = await connectClient(db.url);
+    const reaper = await openSession(db, dialect);
     try {
+      await reaper.query(dialect.name === 'MariaDB' ? 'SET SESSION innodb_lock_wait_timeout = 5' : `SET lock_timeout = '5s'`);
       await reaper.query('BEGIN');
       await reaper.query('SELECT stamp FROM locking_log WHERE stamp = $1 FOR UPDATE', [stamp]);
       const forced = admin.forceRelease(stamp, 'racing the reaper');
       forced.catch(() => undefined); // awaited below
-      await until(async () => (await db.query(WAITING_FOR_A_LOCK)).length > 0); // the forced release waits
-      await reaper.query(`SET LOCAL lock_timeout = '5s'`);
+      await until(async () => (await sessionsWaitingForALock(db, dialect)) > 0); // the forced release waits
       await reaper.query('DELETE FROM locking WHERE stamp = $1', [stamp]);
-      await reaper.query(`UPDATE locking_log SET status = 'REAPED', ended = now() WHERE stamp = $1`, [stamp]);
+      await reaper.query(`UPDATE locking_log SET status = 'REAPED', ended = ${dbNow(dialect)} WHERE stamp = $1`, [stamp]);
       await reaper.query('COMMIT');
       await expect(forced).rejects.toBeInstanceOf(GrantNotFoundError); // the reaper ended it first
     } finally {
@@ -201,21 +210,21 @@ describe('LockAdminService', () => {
     const app = await start(db.url, { appId: 'logger' });
     const first = await app.locks.tryLocks(['LOG_A_WRITE']);
     await app.locks.releaseLocks(first);
-    const [{ now: between }] = await db.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+    const between = await clock();
     const second = await app.locks.tryLocks(['LOG_B_WRITE']);
     const third = await app.locks.tryLocks(['LOG_A_READ']);
     const stamps = (entries: Array<{ stamp: number }>) => entries.map((entry) => entry.stamp);
     expect(stamps(await admin.getLog())).toEqual([third, second, first]);
     expect(stamps(await admin.getLog({ limit: 2 }))).toEqual([third, second]);
-    expect(stamps(await admin.getLog({ since: between! }))).toEqual([third, second]);
+    expect(stamps(await admin.getLog({ since: between }))).toEqual([third, second]);
     expect(stamps(await admin.getLog({ name: 'LOG_A' }))).toEqual([third, first]);
-    expect(stamps(await admin.getLog({ name: 'LOG_A', since: between! }))).toEqual([third]);
+    expect(stamps(await admin.getLog({ name: 'LOG_A', since: between }))).toEqual([third]);
     expect(stamps(await admin.getLog({ stamp: second }))).toEqual([second]);
     // A grant acquired before `since` and ended after it is in: the log shows what happened since.
     await app.locks.releaseLocks(second);
-    const [{ now: later }] = await db.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+    const later = await clock();
     await app.locks.releaseLocks(third);
-    expect(stamps(await admin.getLog({ since: later! }))).toEqual([third]);
+    expect(stamps(await admin.getLog({ since: later }))).toEqual([third]);
   });
 
   it('reads and writes permits', async () => {
@@ -240,8 +249,8 @@ describe('LockAdminService', () => {
     const names = LOCK_MIGRATIONS.map((migration) => migration.name);
     expect(await admin.getSchemaStatus()).toEqual({ applied: names, pending: [], tablesPresent: true });
 
-    const empty = await createTestDatabase({ migrate: false });
-    const partial = new DataSource({ type: 'postgres', url: empty.url, migrations: [...LOCK_MIGRATIONS] });
+    const empty = await dialect.createDatabase({ migrate: false });
+    const partial = new DataSource(options(empty.url, { migrations: [...LOCK_MIGRATIONS] }));
     await partial.initialize();
     try {
       const emptyAdmin = LockAdminService.create(partial);
@@ -269,7 +278,7 @@ describe('LockAdminService', () => {
 
   it('validates every input before touching the database', async () => {
     // Never initialized: any statement would fail with LockConfigurationError.
-    const offline = LockAdminService.create(new DataSource({ type: 'postgres', url: db.url }));
+    const offline = LockAdminService.create(new DataSource(options(db.url)));
     for (const stamp of [0, -1, 1.5, Number.MAX_SAFE_INTEGER + 1, '3' as unknown as number]) {
       await expect(offline.forceRelease(stamp, 'why')).rejects.toBeInstanceOf(InvalidLockArgumentError);
     }

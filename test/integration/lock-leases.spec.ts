@@ -5,35 +5,19 @@ import {
   LockingLogEntity,
   LockLostError,
   LockService,
+  MysqlLockingLogEntity,
   WithLocks,
 } from 'nestjs-db-locks';
 import { Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { LockReaper, PRUNE_BATCH_ROWS } from '../../lib/services/lock-reaper.service.js';
+import { dbNow, expireLeases, logRowsOf, shifted } from '../support/dialect-sql.js';
+import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { until } from '../support/until.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
-
-interface LogRow {
-  stamp: string;
-  app_id: string;
-  status: string;
-  lock_names: string[];
-  lock_modes: string[];
-  version: number;
-  lease_left_ms: number;
-  ended: Date | null;
-}
-
-let db: TestDatabase;
-
-function logRows(): Promise<LogRow[]> {
-  return db.query<LogRow>(`SELECT stamp, app_id, status, lock_names, lock_modes, version, ended,
-      (extract(epoch FROM lease_expires - now()) * 1000)::float8 AS lease_left_ms FROM locking_log ORDER BY stamp`);
-}
-
+import type { TestDatabase } from '../support/test-database.js';
 
 @Injectable()
 class Payouts {
@@ -46,7 +30,35 @@ class Payouts {
   }
 }
 
-describe('lock log, leases and the reaper', () => {
+/** Inserts `count` ended log rows two days old (stamps from 1,000,000,001), as a day's backlog. */
+async function insertBacklog(db: TestDatabase, dialect: TestDialect, count: number): Promise<void> {
+  const old = shifted(dialect, dbNow(dialect), -2 * 86_400);
+  const columns = 'stamp, app_id, instance, lock_names, lock_modes, status, acquired, lease_expires, ended';
+  if (dialect.name === 'PostgreSQL') {
+    await db.query(
+      `INSERT INTO locking_log (${columns})
+       SELECT 1000000000 + i, 'gone', 'gone', ARRAY['OLD'], ARRAY['W']::char(1)[], 'RELEASED', ${old}, ${old}, ${old}
+         FROM generate_series(1, $1) AS i`,
+      [count],
+    );
+    return;
+  }
+  // 1 to 100,000 from five decimal digits (no generate_series, nor a recursion limit to raise).
+  const digit = (alias: string) =>
+    `(SELECT 0 AS d UNION ALL ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((d) => `SELECT ${d}`).join(' UNION ALL ')}) AS ${alias}`;
+  await db.query(
+    `INSERT INTO locking_log (${columns})
+     SELECT 1000000000 + i, 'gone', 'gone', '["OLD"]', '["W"]', 'RELEASED', ${old}, ${old}, ${old}
+       FROM (SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS i
+               FROM ${digit('a')}, ${digit('b')}, ${digit('c')}, ${digit('e')}, ${digit('f')}) AS n
+      WHERE i <= $1`,
+    [count],
+  );
+}
+
+for (const dialect of DIALECTS) dialect.describe(`lock log, leases and the reaper on ${dialect.name}`, () => {
+  let db: TestDatabase;
+  const logRows = () => logRowsOf(db, dialect);
   const apps: LockApp[] = [];
   const start = async (...args: Parameters<typeof createLockApp>) => {
     const app = await createLockApp(...args);
@@ -55,14 +67,14 @@ describe('lock log, leases and the reaper', () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
   });
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
     await db.query('DELETE FROM locking');
     await db.query('DELETE FROM locking_log');
   });
-  afterAll(() => db.drop());
+  afterAll(() => db?.drop());
 
   it('logs every grant in the same transaction: ACQUIRED with its group and lease, then RELEASED', async () => {
     const app = await start(db.url, { appId: 'logger', leaseMs: 60_000 });
@@ -83,7 +95,7 @@ describe('lock log, leases and the reaper', () => {
     expect((await logRows())[0]!.ended).not.toBeNull();
     expect((await app.locks.getLog(5)).map((e) => e.status)).toEqual(['RELEASED']);
     // The exported entity maps the table for reading with TypeORM.
-    const entries = await app.app.get(DataSource).getRepository(LockingLogEntity).find();
+    const entries = await app.app.get(DataSource).getRepository(dialect.name === 'MariaDB' ? MysqlLockingLogEntity : LockingLogEntity).find();
     expect(entries).toMatchObject([{ stamp, appId: 'logger', lockNames: ['WS1', 'WS2'], lockModes: ['R', 'W'], status: 'RELEASED' }]);
   });
 
@@ -107,7 +119,7 @@ describe('lock log, leases and the reaper', () => {
     const signal = holder.locks.getSignal(stamp);
     // As if the holder had been frozen past its lease: expire it in the database. The holder's next renewal (every
     // 100 ms) must find it ended and tell the holder, never revive it; then any reaper frees it.
-    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    await expireLeases(db, dialect);
     await until(() => signal.aborted);
     expect(await reaper.locks.reapStaleLocks()).toBe(1);
     expect(await lockRows(db)).toEqual([]);
@@ -130,7 +142,7 @@ describe('lock log, leases and the reaper', () => {
     await app.locks.releaseLocks(stamp);
 
     const lost = await app.locks.tryLocks(['LOAN:1_WRITE']);
-    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second' WHERE stamp = $1`, [lost]);
+    await expireLeases(db, dialect, lost);
     const error = await dataSource
       .transaction(async (manager) => {
         await manager.query(`INSERT INTO payments (note) VALUES ('rolled back')`);
@@ -145,7 +157,7 @@ describe('lock log, leases and the reaper', () => {
   it('gives each grant exactly one terminal status when several reapers race', async () => {
     const holder = await start(db.url, { appId: 'doomed', leaseMs: 60_000, reaperIntervalMs: 0 });
     const stamps = await Promise.all(Array.from({ length: 60 }, (_, i) => holder.locks.tryLocks([`R${i}_WRITE`])));
-    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    await expireLeases(db, dialect);
     const reapers = await Promise.all(
       [1, 2, 3, 4].map((i) => start(db.url, { appId: `reaper-${i}`, reaperIntervalMs: 0, reaperBatchSize: 7 })),
     );
@@ -179,15 +191,9 @@ describe('lock log, leases and the reaper', () => {
     const live = await a.locks.tryLocks(['LIVE_WRITE']);
     const young = await a.locks.tryLocks(['YOUNG_WRITE']);
     await a.locks.releaseLocks(young);
-    await db.query('UPDATE locking_log SET acquired = acquired - interval \'2 days\' WHERE stamp = $1', [live]);
+    await db.query(`UPDATE locking_log SET acquired = ${shifted(dialect, 'acquired', -2 * 86_400)} WHERE stamp = $1`, [live]);
     const backlog = 6 * PRUNE_BATCH_ROWS + 123; // as after a day at a rate pruning in 5,000-row runs could not follow
-    await db.query(
-      `INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, acquired, lease_expires, ended)
-       SELECT 1000000000 + i, 'gone', 'gone', ARRAY['OLD'], ARRAY['W']::char(1)[], 'RELEASED',
-              now() - interval '2 days', now() - interval '2 days', now() - interval '2 days'
-         FROM generate_series(1, $1) AS i`,
-      [backlog],
-    );
+    await insertBacklog(db, dialect, backlog);
     const pruned = await Promise.all([a, b].map((app) => app.app.get(LockReaper).pruneLog()));
     expect(pruned[0] + pruned[1]).toBe(backlog);
     expect((await logRows()).map((r) => [Number(r.stamp), r.status])).toEqual([
@@ -201,12 +207,14 @@ describe('lock log, leases and the reaper', () => {
     const stamp = await holder.locks.tryLocks(['OLD_WRITE']);
     const ended = await holder.locks.tryLocks(['GONE_WRITE']);
     await holder.locks.releaseLocks(ended);
-    await db.query(`UPDATE locking_log SET acquired = acquired - interval '1 day', ended = ended - interval '1 day'`);
+    await db.query(
+      `UPDATE locking_log SET acquired = ${shifted(dialect, 'acquired', -86_400)}, ended = ${shifted(dialect, 'ended', -86_400)}`,
+    );
     await start(db.url, { appId: 'pruner', reaperIntervalMs: 50, logRetentionMs: 100 });
     await until(async () => (await logRows()).length === 1); // the ended row is pruned
     expect((await logRows())[0]).toMatchObject({ stamp: String(stamp), status: 'ACQUIRED' });
     // The reaper finds stale grants through the log: the old grant is freed once its lease ends.
-    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second' WHERE stamp = $1`, [stamp]);
+    await expireLeases(db, dialect, stamp);
     await until(async () => (await lockRows(db)).length === 0);
   });
 
@@ -215,7 +223,12 @@ describe('lock log, leases and the reaper', () => {
     const stamp = await first.locks.tryLocks(['TWIN_WRITE']);
     const error = await createLockApp(db.url, { appId: 'twin' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AppIdInUseError);
-    expect((error as Error).message).toMatch(/nestjs-db-locks twin/);
+    if (dialect.name === 'PostgreSQL') expect((error as Error).message).toMatch(/nestjs-db-locks twin/); // application_name
+    else {
+      // MySQL names the session holding the app id's GET_LOCK: a live one.
+      const [, holder] = /connection id (\d+)/.exec((error as Error).message) ?? [];
+      expect(await db.query('SELECT ID FROM information_schema.PROCESSLIST WHERE ID = $1', [Number(holder)])).toHaveLength(1);
+    }
     // The twin's start-up recovery did not run: the first instance keeps its lock.
     expect(await lockRows(db)).toHaveLength(1);
     expect(first.locks.isHeld(stamp)).toBe(true);
@@ -238,7 +251,8 @@ describe('lock log, leases and the reaper', () => {
     expect(other.locks.getFencingToken(next)).toBeGreaterThan(app.locks.getFencingToken(seen!.stamp));
   });
 
-  it('tells apart app ids whose 32-bit hashes collide, and names the holder of a contested one', async () => {
+  // PostgreSQL's instance lock is an advisory lock on a hash of the app id; MySQL's is GET_LOCK on a 240-bit one.
+  if (dialect.name === 'PostgreSQL') it('tells apart app ids whose 32-bit hashes collide, and names the holder of a contested one', async () => {
     // hashtext('svc-6618') = hashtext('svc-136555'): with a 32-bit key the second instance was refused.
     const [hashes] = await db.query<{ same: boolean }>(`SELECT hashtext('svc-6618') = hashtext('svc-136555') AS same`);
     expect(hashes!.same).toBe(true);

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService, type LockService } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService } from 'nestjs-db-locks';
+import { exerciseEngine } from '../support/exercise-engine.js';
 import { createLockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -48,19 +49,6 @@ async function forcedRelease(db: TestDatabase): Promise<boolean> {
 async function groupChecks(db: TestDatabase): Promise<boolean> {
   const rows = await db.query<{ src: string }>(`SELECT prosrc AS src FROM pg_proc WHERE proname = 'locking_try_acquire'`);
   return rows.length === 1 && (rows[0]?.src.includes('FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)\n          WHERE') ?? false);
-}
-
-/** Grant, refuse, release and grant again: what every version of the functions must do. */
-async function exerciseEngine(locks: LockService): Promise<void> {
-  const stamp = await locks.tryLocks(['M_WRITE', 'N_READ']);
-  expect(stamp).toBeGreaterThan(0);
-  expect(await locks.tryLocks(['M_READ'])).toBe(0);
-  expect(await locks.tryLocks(['N_READ'])).toBe(0); // read permits 1 (default)
-  expect(await locks.tryLocks(['M_READ'], { waitMs: 50 })).toBe(0); // registers, waits, gives up, unregisters
-  await locks.releaseLocks(stamp);
-  const again = await locks.tryLocks(['M_READ']);
-  expect(again).toBeGreaterThan(stamp);
-  await locks.releaseLocks(again);
 }
 
 describe('shipped migrations', () => {

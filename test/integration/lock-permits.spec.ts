@@ -1,8 +1,9 @@
+import { DIALECTS } from '../support/dialects.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, useTwoInstances } from '../support/lock-app.js';
 
-describe('permits rules (two instances on one database)', () => {
-  const suite = useTwoInstances();
+for (const dialect of DIALECTS) dialect.describe(`permits rules (two instances on one database) on ${dialect.name}`, () => {
+  const suite = useTwoInstances(dialect.createDatabase);
   afterEach(async () => {
     await suite.db.query('DELETE FROM locking');
     await suite.db.query('DELETE FROM locking_permissions');

@@ -1,10 +1,12 @@
 import { IllegalMonitorStateError } from 'nestjs-db-locks';
 import { createLockApp, type LockApp, useTwoInstances } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import { msUntil } from '../support/dialect-sql.js';
+import type { TestDatabase } from '../support/test-database.js';
 
-describe('groups, stamps and release', () => {
-  const suite = useTwoInstances();
+for (const dialect of DIALECTS) dialect.describe(`groups, stamps and release on ${dialect.name}`, () => {
+  const suite = useTwoInstances(dialect.createDatabase);
   afterEach(() => suite.db.query('DELETE FROM locking'));
 
   it('grants a group whole, with one stamp on every row', async () => {
@@ -14,9 +16,8 @@ describe('groups, stamps and release', () => {
       { lock_name: 'WS1', mode: 'R', app_id: 'one', stamp: String(stamp) },
       { lock_name: 'WS2', mode: 'W', app_id: 'one', stamp: String(stamp) },
     ]);
-    const [{ age }] = await suite.db.query<{ age: number }>(
-      'SELECT extract(epoch FROM now() - max(created))::float AS age FROM locking',
-    );
+    const [row] = await suite.db.query<{ left_ms: unknown }>(`SELECT ${msUntil(dialect, 'max(created)')} AS left_ms FROM locking`);
+    const age = -Number(row!.left_ms) / 1000;
     expect(age).toBeGreaterThanOrEqual(0);
     expect(age).toBeLessThan(60);
   });
@@ -100,12 +101,12 @@ describe('groups, stamps and release', () => {
   });
 });
 
-describe('concurrent calls of one instance (coalesced into batches)', () => {
+for (const dialect of DIALECTS) dialect.describe(`concurrent calls of one instance (coalesced into batches) on ${dialect.name}`, () => {
   let db: TestDatabase;
   let app: LockApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     app = await createLockApp(db.url, { appId: 'busy' });
   });
   afterAll(async () => {

@@ -10,7 +10,9 @@ import {
 import { loadOtelApi } from '../../lib/telemetry/otel-api.loader.js';
 import { createLockApp, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { type InMemorySdk, registerInMemorySdk, total } from '../support/otel-sdk.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import { expireLeases } from '../support/dialect-sql.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 const M = (name: string) => `nestjs_db_locks.${name}`;
@@ -30,7 +32,7 @@ class Approvals {
   }
 }
 
-describe('metrics and traces through OpenTelemetry', () => {
+for (const dialect of DIALECTS) dialect.describe(`metrics and traces through OpenTelemetry on ${dialect.name}`, () => {
   let db: TestDatabase;
   let sdk: InMemorySdk;
   const apps: LockApp[] = [];
@@ -44,11 +46,11 @@ describe('metrics and traces through OpenTelemetry', () => {
 
   beforeAll(async () => {
     sdk = registerInMemorySdk();
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
   });
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
-    await db.refuseConnections(false);
+    if (dialect.canRefuseConnections) await db.refuseConnections(false);
     await db.query('DELETE FROM locking');
   });
   afterAll(async () => {
@@ -120,7 +122,7 @@ describe('metrics and traces through OpenTelemetry', () => {
     const stamp = await holder.locks.tryLocks(['FROZEN:9_WRITE']);
     expect(total(await sdk.collect(), M('grants.held'), { 'app.id': 'lost-holder' })).toBe(1);
     const signal = holder.locks.getSignal(stamp);
-    await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second'`);
+    await expireLeases(db, dialect);
     await until(() => signal.aborted);
     expect(await reaper.locks.reapStaleLocks()).toBe(1);
 
@@ -153,7 +155,9 @@ describe('metrics and traces through OpenTelemetry', () => {
     expect(total(await sdk.collect(), M('recovered'), { 'app.id': 'phoenix' })).toBe(2);
   });
 
-  it('counts store errors by operation and kind when the database refuses connections', async () => {
+  // Refusing one database's connections is a PostgreSQL feature (ALLOW_CONNECTIONS); MariaDB's store errors are
+  // exercised by the connection-reset and restart fault specs.
+  (dialect.canRefuseConnections ? it : it.skip)('counts store errors by operation and kind when the database refuses connections', async () => {
     const app = await start({ appId: 'refused', retry: { maxAttempts: 1 } });
     const before = await sdk.collect();
     await db.refuseConnections(true);

@@ -1,7 +1,8 @@
 import { InvalidLockArgumentError, InvalidLockSpecError, type LockMode } from 'nestjs-db-locks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { tableSnapshot } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 const BAD_GROUPS: unknown[] = [
   [],
@@ -30,13 +31,13 @@ const BAD_PERMITS: Array<[unknown, unknown, unknown]> = [
   ['', 'write', 1],
 ];
 
-describe('bad input: a typed error and no change', () => {
+for (const dialect of DIALECTS) dialect.describe(`bad input: a typed error and no change on ${dialect.name}`, () => {
   let db: TestDatabase;
   let app: LockApp;
   let before: unknown;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     app = await createLockApp(db.url, { appId: 'validator' });
     await app.locks.setLockPermits('A', 'read', 2);
     await app.locks.tryLocks(['A_READ']);

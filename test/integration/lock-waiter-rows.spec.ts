@@ -1,16 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import { dbNow, shifted } from '../support/dialect-sql.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 /** The waiter rows themselves: what an expired one does, how a long wait keeps its own, and the '*' wake-up. */
-describe('waiter rows', () => {
+for (const dialect of DIALECTS) dialect.describe(`waiter rows on ${dialect.name}`, () => {
   let db: TestDatabase;
   let holder: LockApp;
   let waiter: LockApp;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     holder = await createLockApp(db.url, { appId: 'holder' });
     // A short re-check: waiter rows live 3 × 100 ms and are refreshed while their waiter waits.
     waiter = await createLockApp(db.url, { appId: 'waiter', waitRecheckMs: 100 });
@@ -22,8 +24,8 @@ describe('waiter rows', () => {
   });
 
   it('an expired row of a dead writer holds no reader off', async () => {
-    await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
-                    VALUES ('GHOST', 'dead-writer', 'W', 'gone', now() - interval '1 second')`);
+    await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, registered)
+                    VALUES ('GHOST', 'dead-writer', 'W', 'gone', ${shifted(dialect, dbNow(dialect), -1)}, ${dbNow(dialect)})`);
     const stamp = await holder.locks.tryLocks(['GHOST_READ']);
     expect(stamp).toBeGreaterThan(0);
     await holder.locks.releaseLocks(stamp);

@@ -1,9 +1,9 @@
 import { Injectable, type LoggerService, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { IllegalMonitorStateError, LockModule, WithLocks } from 'nestjs-db-locks';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { IllegalMonitorStateError, WithLocks } from 'nestjs-db-locks';
+import { lockAppImports } from '../support/lock-app.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 let db: TestDatabase;
 
@@ -17,7 +17,8 @@ class Ledger {
   @WithLocks('LEDGER_WRITE')
   async postWhileReaped(): Promise<string> {
     // Somebody frees our grant behind our back, as a reaper does: the release will match nothing.
-    await db.query(`UPDATE locking_log SET status = 'REAPED' WHERE 'LEDGER' = ANY (lock_names) AND status = 'ACQUIRED'`);
+    const [row] = await db.query<{ stamp: string }>(`SELECT stamp FROM locking WHERE lock_name = 'LEDGER'`);
+    await db.query(`UPDATE locking_log SET status = 'REAPED' WHERE stamp = $1`, [row!.stamp]);
     await db.query(`DELETE FROM locking WHERE lock_name = 'LEDGER'`);
     return 'posted';
   }
@@ -36,22 +37,18 @@ class CapturingLogger implements LoggerService {
   }
 }
 
-describe('discovery and release failures', () => {
+for (const dialect of DIALECTS) dialect.describe(`discovery and release failures on ${dialect.name}`, () => {
   const logger = new CapturingLogger();
-  let close: () => Promise<void>;
+  let close: () => Promise<void> = async () => undefined;
   let ledger: Ledger;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     // A row the CHECK constraint would refuse, as if an operator had dropped it: the lock can never be taken.
     await db.query('ALTER TABLE locking_permissions DROP CONSTRAINT locking_permissions_permits_ck');
     await db.query(`INSERT INTO locking_permissions VALUES ('RATES', 'R', 0)`);
     @Module({
-      imports: [
-        TypeOrmModule.forRoot({ type: 'postgres', url: db.url }),
-        ScheduleModule.forRoot(),
-        LockModule.forRoot({ appId: 'ledger' }),
-      ],
+      imports: lockAppImports(db.url, { appId: 'ledger' }),
       providers: [Ledger],
     })
     class LedgerModule {}

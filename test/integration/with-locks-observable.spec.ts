@@ -3,7 +3,8 @@ import { LockNotAcquiredError, WithLocks } from 'nestjs-db-locks';
 import { defer, firstValueFrom, lastValueFrom, NEVER, type Observable, throwError } from 'rxjs';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 let db: TestDatabase;
@@ -35,13 +36,13 @@ class Feed {
   }
 }
 
-describe('@WithLocks on methods returning an Observable', () => {
+for (const dialect of DIALECTS) dialect.describe(`@WithLocks on methods returning an Observable on ${dialect.name}`, () => {
   let app: LockApp;
   let other: LockApp;
   let feed: Feed;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     other = await createLockApp(db.url, { appId: 'other' });
     app = await createLockApp(db.url, { appId: 'feed' }, 4, [Feed]);
     feed = app.app.get(Feed);

@@ -8,7 +8,8 @@ import {
 } from 'nestjs-db-locks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 
 let db: TestDatabase;
 
@@ -63,13 +64,13 @@ describe('@WithLocks before any application', () => {
   });
 });
 
-describe('@WithLocks on provider methods', () => {
+for (const dialect of DIALECTS) dialect.describe(`@WithLocks on provider methods on ${dialect.name}`, () => {
   let app: LockApp;
   let other: LockApp;
   let repayments: Repayments;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     other = await createLockApp(db.url, { appId: 'transfers' });
     app = await createLockApp(db.url, { appId: 'repayments' }, 4, [Repayments]);
     repayments = app.app.get(Repayments);

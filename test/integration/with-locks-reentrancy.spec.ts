@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { LockNotAcquiredError, LockService, WithLocks } from 'nestjs-db-locks';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 let db: TestDatabase;
@@ -63,13 +64,13 @@ class Ledger {
   }
 }
 
-describe('@WithLocks re-entrancy is bounded by the grant it reuses', () => {
+for (const dialect of DIALECTS) dialect.describe(`@WithLocks re-entrancy is bounded by the grant it reuses on ${dialect.name}`, () => {
   let app: LockApp;
   let other: LockApp;
   let ledger: Ledger;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     other = await createLockApp(db.url, { appId: 'other' });
     app = await createLockApp(db.url, { appId: 'ledger' }, 4, [Ledger]);
     ledger = app.app.get(Ledger);

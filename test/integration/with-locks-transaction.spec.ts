@@ -9,16 +9,49 @@ import {
   NoFencedTransactionError,
   WithLocks,
 } from 'nestjs-db-locks';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
+import { expireLeases } from '../support/dialect-sql.js';
+import { DIALECTS, namesOf, type TestDialect } from '../support/dialects.js';
 import { Gate } from '../support/gate.js';
 import { lockAppImports } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createNestApp, type TestNestApp } from '../support/nest-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 let db: TestDatabase;
+/** The dialect of the describe block running (the blocks of each dialect run one after the other). */
+let dialect: TestDialect;
 const gate = new Gate();
+
+/** Writes a ledger row through the fenced transaction's manager, in the dialect's placeholders. */
+function insertLedger(manager: EntityManager, loan: number, cents: number, stamp: number): Promise<unknown> {
+  const values = dialect.name === 'MariaDB' ? '(?, ?, ?)' : '($1, $2, $3)';
+  return manager.query(`INSERT INTO ledger (loan, cents, stamp) VALUES ${values}`, [loan, cents, stamp]);
+}
+
+/** The isolation level of the transaction `manager` runs, in lower case, as the database reports it. */
+async function isolationOf(manager: EntityManager): Promise<string> {
+  if (dialect.name === 'PostgreSQL') {
+    const [row] = (await manager.query('SHOW transaction_isolation')) as Array<{ transaction_isolation: string }>;
+    return row?.transaction_isolation ?? 'unknown';
+  }
+  // InnoDB's own record of the running transaction (a read makes it start), not the session's default.
+  await manager.query('SELECT COUNT(*) FROM locking_log');
+  const [row] = (await manager.query(
+    'SELECT trx_isolation_level AS level FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()',
+  )) as Array<{ level: string }>;
+  return row?.level.toLowerCase() ?? 'unknown';
+}
+
+/** A grant's log row: its names, status, and whether it was fenced (business_done set). */
+async function fencedLog(stamp: number): Promise<{ lock_names: string[]; status: string; fenced: boolean } | undefined> {
+  const [row] = await db.query<{ lock_names: unknown; status: string; fenced: unknown }>(
+    'SELECT lock_names, status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1',
+    [stamp],
+  );
+  return row && { lock_names: namesOf(row.lock_names), status: row.status, fenced: Boolean(Number(row.fenced)) };
+}
 
 /** What a method saw from inside its fenced transaction. */
 interface Inside {
@@ -38,7 +71,7 @@ class Ledger {
   @WithLocks((loanId: number) => [`ledger:${loanId}_WRITE`])
   async post(loanId: number, cents: number): Promise<number> {
     const stamp = this.locks.currentLock()!.stamp;
-    await this.locks.currentManager().query('INSERT INTO ledger (loan, cents, stamp) VALUES ($1, $2, $3)', [loanId, cents, stamp]);
+    await insertLedger(this.locks.currentManager(), loanId, cents, stamp);
     return stamp;
   }
 }
@@ -58,7 +91,7 @@ class Repayments {
   async repay(loanId: number, cents: number, pause = false): Promise<number> {
     const manager = this.locks.currentManager();
     const stamp = this.locks.currentLock()!.stamp;
-    await manager.query('INSERT INTO ledger (loan, cents, stamp) VALUES ($1, $2, $3)', [loanId, cents, stamp]);
+    await insertLedger(manager, loanId, cents, stamp);
     const [log] = await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]);
     const outside = await db.query('SELECT 1 FROM ledger WHERE stamp = $1', [stamp]);
     this.inside = {
@@ -85,7 +118,7 @@ class Repayments {
   @WithLocks({ locks: (loanId: number) => [`loan:${loanId}_WRITE`], transaction: true })
   async repayAndPost(loanId: number, cents: number): Promise<{ own: number; nested: number; heldAfterNested: string[] }> {
     const own = this.locks.currentLock()!.stamp;
-    await this.locks.currentManager().query('INSERT INTO ledger (loan, cents, stamp) VALUES ($1, $2, $3)', [loanId, cents, own]);
+    await insertLedger(this.locks.currentManager(), loanId, cents, own);
     const nested = await this.ledger.post(loanId, -cents);
     const heldAfterNested = (await lockRows(db)).map((r) => r.lock_name).sort();
     return { own, nested, heldAfterNested };
@@ -99,8 +132,7 @@ class Repayments {
 
   @WithLocks({ locks: ['REPORT_READ'], transaction: { isolation: 'SERIALIZABLE' } })
   async isolation(): Promise<string> {
-    const [row] = (await this.locks.currentManager().query('SHOW transaction_isolation')) as Array<{ transaction_isolation: string }>;
-    return row?.transaction_isolation ?? 'unknown';
+    return isolationOf(this.locks.currentManager());
   }
 }
 
@@ -120,23 +152,24 @@ async function ledgerRows(): Promise<Array<{ loan: number; cents: number; stamp:
 
 /** Expires a grant's lease and lets the reaper free it: what happens to a holder that froze past its lease. */
 async function reapNow(app: TestNestApp, stamp: number): Promise<void> {
-  await db.query(`UPDATE locking_log SET lease_expires = now() - interval '1 second' WHERE stamp = $1`, [stamp]);
+  await expireLeases(db, dialect, stamp);
   expect(await app.locks.reapStaleLocks()).toBe(1);
 }
 
-describe('@WithLocks({ transaction }): fenced business transactions', () => {
+for (const d of DIALECTS) d.describe(`@WithLocks({ transaction }): fenced business transactions on ${d.name}`, () => {
   let app: TestNestApp;
   let repayments: Repayments;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    dialect = d;
+    db = await d.createDatabase();
     await db.query('CREATE TABLE ledger (id serial PRIMARY KEY, loan int NOT NULL, cents int NOT NULL, stamp bigint NOT NULL)');
     app = await createNestApp(db.url, { appId: 'fenced' }, { controllers: [RepaymentsController], providers: [Repayments, Ledger] });
     repayments = app.app.get(Repayments);
   });
   afterAll(async () => {
-    await app.close();
-    await db.drop();
+    await app?.close();
+    await db?.drop();
   });
   beforeEach(async () => {
     gate.reset();
@@ -151,8 +184,7 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
     const stamp = await repayments.repay(1, 500);
     expect(repayments.inside).toEqual({ stamp, inTransaction: true, status: 'ACQUIRED', visibleOutside: false });
     expect(await ledgerRows()).toEqual([{ loan: 1, cents: 500, stamp: String(stamp) }]);
-    const [log] = await db.query('SELECT lock_names, status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamp]);
-    expect(log).toEqual({ lock_names: ['loan:1'], status: 'RELEASED', fenced: true });
+    expect(await fencedLog(stamp)).toEqual({ lock_names: ['loan:1'], status: 'RELEASED', fenced: true });
     expect(await lockRows(db)).toEqual([]);
     // Work the method started without awaiting it finds no transaction any more.
     expect(await repayments.afterwards).toBe(NoFencedTransactionError.name);
@@ -189,22 +221,18 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
       { loan: 4, cents: 300, stamp: String(own) },
       { loan: 4, cents: -300, stamp: String(nested) },
     ]);
-    const logs = await db.query('SELECT stamp, status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp IN ($1, $2) ORDER BY stamp', [own, nested]);
-    expect(logs).toEqual([
-      { stamp: String(own), status: 'RELEASED', fenced: true },
-      { stamp: String(nested), status: 'RELEASED', fenced: true },
-    ]);
+    expect(await fencedLog(own)).toEqual({ lock_names: ['loan:4'], status: 'RELEASED', fenced: true });
+    expect(await fencedLog(nested)).toEqual({ lock_names: ['ledger:4'], status: 'RELEASED', fenced: true });
   });
 
   it('LockService.withLocks runs a callback in a fenced transaction too', async () => {
     const stamp = await app.locks.withLocks({ locks: ['PROGRAMMATIC_WRITE'], transaction: true }, async () => {
       const own = app.locks.currentLock()!.stamp;
-      await app.locks.currentManager().query('INSERT INTO ledger (loan, cents, stamp) VALUES (6, 1, $1)', [own]);
+      await insertLedger(app.locks.currentManager(), 6, 1, own);
       return own;
     });
     expect(await ledgerRows()).toEqual([{ loan: 6, cents: 1, stamp: String(stamp) }]);
-    const [log] = await db.query('SELECT status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamp]);
-    expect(log).toEqual({ status: 'RELEASED', fenced: true });
+    expect(await fencedLog(stamp!)).toEqual({ lock_names: ['PROGRAMMATIC'], status: 'RELEASED', fenced: true });
   });
 
   it('fences a grant again in each later transaction that reuses it (a grant already BUSINESS_DONE stays fenceable)', async () => {
@@ -214,8 +242,7 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
       { loan: 7, cents: 1, stamp: String(stamps[0]) },
       { loan: 7, cents: 2, stamp: String(stamps[0]) },
     ]);
-    const [log] = await db.query('SELECT status, business_done IS NOT NULL AS fenced FROM locking_log WHERE stamp = $1', [stamps[0]]);
-    expect(log).toEqual({ status: 'RELEASED', fenced: true });
+    expect(await fencedLog(stamps[0]!)).toEqual({ lock_names: ['loan:7'], status: 'RELEASED', fenced: true });
   });
 
   it('uses the isolation level asked for', async () => {
@@ -255,7 +282,7 @@ describe('@WithLocks({ transaction }): fenced business transactions', () => {
   });
 });
 
-describe('@WithLocks({ transaction: { dataSource } })', () => {
+for (const d of DIALECTS) d.describe(`@WithLocks({ transaction: { dataSource } }) on ${d.name}`, () => {
   @Injectable()
   class Reports {
     constructor(
@@ -276,7 +303,11 @@ describe('@WithLocks({ transaction: { dataSource } })', () => {
   }
 
   async function compile(providers: Array<typeof Reports | typeof Misconfigured>, withBusiness: boolean) {
-    const business = TypeOrmModule.forRoot({ name: 'business', type: 'postgres', url: db.url, extra: { max: 2 } });
+    const business = TypeOrmModule.forRoot(
+      d.name === 'MariaDB'
+        ? { name: 'business', type: 'mariadb', url: db.url, timezone: 'Z', extra: { connectionLimit: 2 } }
+        : { name: 'business', type: 'postgres', url: db.url, extra: { max: 2 } },
+    );
     @Module({ imports: [...lockAppImports(db.url, { appId: 'named' }), ...(withBusiness ? [business] : [])], providers })
     class NamedModule {}
     const moduleRef = await Test.createTestingModule({ imports: [NamedModule] }).compile();
@@ -285,10 +316,11 @@ describe('@WithLocks({ transaction: { dataSource } })', () => {
   }
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    dialect = d;
+    db = await d.createDatabase();
   });
   afterAll(async () => {
-    await db.drop();
+    await db?.drop();
   });
 
   it('runs the transaction on the named DataSource', async () => {

@@ -12,6 +12,8 @@ export interface TestDialect {
   readonly startRestartable: () => Promise<RestartableServer>;
   /** `describe`, or `describe.skip` when this machine cannot start a server of this dialect. */
   readonly describeRestartable: jest.Describe;
+  /** Whether `TestDatabase.refuseConnections` works on this dialect (PostgreSQL's `ALLOW_CONNECTIONS`). */
+  readonly canRefuseConnections: boolean;
 }
 
 /** PostgreSQL and MariaDB, for the specs that run on both. */
@@ -22,6 +24,7 @@ export const DIALECTS: readonly TestDialect[] = [
     describe,
     startRestartable: startRestartablePostgres,
     describeRestartable: describe, // embedded PostgreSQL comes with the dev dependencies
+    canRefuseConnections: true,
   },
   {
     name: 'MariaDB',
@@ -29,6 +32,7 @@ export const DIALECTS: readonly TestDialect[] = [
     describe: describeOnMysql,
     startRestartable: startRestartableMariadb,
     describeRestartable: canStartMariadb() ? describe : describe.skip,
+    canRefuseConnections: false,
   },
 ];
 

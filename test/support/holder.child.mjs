@@ -21,6 +21,8 @@ const env = process.env;
 class HolderModule {}
 /** A `mysql://` URL: the holder runs on MariaDB/MySQL. */
 const mysql = (env.DATABASE_URL ?? '').startsWith('mysql:');
+/** The business row's INSERT, in the dialect's placeholders. */
+const INSERT_BUSINESS = `INSERT INTO business (writer, stamp) VALUES (${mysql ? '?, ?' : '$1, $2'})`;
 Module({
   imports: [
     mysql
@@ -47,7 +49,7 @@ if (env.MODE === 'fenced') {
     /** @param {number} loanId */
     async repay(loanId) {
       const { stamp } = /** @type {{ stamp: number }} */ (locks.currentLock());
-      await locks.currentManager().query(`INSERT INTO business (writer, stamp) VALUES ($1, $2)`, [env.APP_ID, stamp]);
+      await locks.currentManager().query(INSERT_BUSINESS, [env.APP_ID, stamp]);
       report({ event: 'wrote', stamp, loanId });
       for await (const line of lines) if (line.trim() === 'commit') return;
     }
@@ -83,7 +85,7 @@ if (env.MODE === 'business') {
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   await runner.startTransaction();
-  await runner.query(`INSERT INTO business (writer, stamp) VALUES ($1, $2)`, [env.APP_ID, stamp]);
+  await runner.query(INSERT_BUSINESS, [env.APP_ID, stamp]);
   report({ event: 'wrote' });
   for await (const line of lines) {
     if (line.trim() !== 'commit') continue;

@@ -59,14 +59,14 @@ export interface TwoInstances {
  * Registers the enclosing describe block's hooks: a fresh database with instances 'one' and 'two' opened before its
  * tests, closed and dropped after them. The returned object reads them (from the first test on).
  */
-export function useTwoInstances(): TwoInstances {
+export function useTwoInstances(createDatabase: () => Promise<TestDatabase> = createTestDatabase): TwoInstances {
   let opened: TwoInstances | undefined;
   const get = (): TwoInstances => {
     if (!opened) throw new Error('useTwoInstances: read before the beforeAll hook ran');
     return opened;
   };
   beforeAll(async () => {
-    const db = await createTestDatabase();
+    const db = await createDatabase();
     const one = await createLockApp(db.url, { appId: 'one' });
     opened = { db, one, two: await createLockApp(db.url, { appId: 'two' }) };
   });

@@ -1,0 +1,135 @@
+import { DataSource } from 'typeorm';
+import { LOCK_MIGRATIONS, LOCK_MYSQL_ENTITIES, LockAdminService } from 'nestjs-db-locks';
+import { exerciseEngine } from '../support/exercise-engine.js';
+import { createLockApp } from '../support/lock-app.js';
+import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
+import type { TestDatabase } from '../support/test-database.js';
+
+const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
+const TABLES = ['locking', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
+
+/** The lock tables' columns, keys and CHECK constraints, from the catalogs: equal exactly when the schema is. */
+async function schemaOf(db: TestDatabase): Promise<unknown> {
+  return {
+    columns: await db.query(
+      `SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, COLLATION_NAME
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'locking%'
+        ORDER BY TABLE_NAME, ORDINAL_POSITION`,
+    ),
+    indexes: await db.query(
+      `SELECT TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NON_UNIQUE
+         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'locking%'
+        ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX`,
+    ),
+    checks: await db.query(
+      `SELECT TABLE_NAME, CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS
+        WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'locking%' ORDER BY TABLE_NAME, CONSTRAINT_NAME`,
+    ),
+  };
+}
+
+/** The lock tables that exist. */
+async function tablesOf(db: TestDatabase): Promise<string[]> {
+  const rows = await db.query<{ name: string }>(
+    `SELECT TABLE_NAME AS name FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'locking%'
+      ORDER BY TABLE_NAME`,
+  );
+  return rows.map((row) => row.name);
+}
+
+/** Every row of every lock table, in a stable order. */
+async function rowsOf(db: TestDatabase): Promise<unknown> {
+  return {
+    locking: await db.query('SELECT * FROM locking ORDER BY stamp, lock_name'),
+    log: await db.query('SELECT * FROM locking_log ORDER BY stamp'),
+    names: await db.query('SELECT * FROM locking_names ORDER BY lock_name'),
+    permissions: await db.query('SELECT * FROM locking_permissions ORDER BY lock_name, mode'),
+    waiters: await db.query('SELECT * FROM locking_waiters ORDER BY seq'),
+  };
+}
+
+/**
+ * On MySQL and MariaDB the first migration creates the tables in their final form and the later ones have nothing to
+ * do: undoing those must keep the schema and every row, undoing the first drops the tables, and running them all
+ * again gives the same schema, empty, that works.
+ */
+describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
+  let db: TestDatabase;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    db = await createMysqlTestDatabase({ migrate: false });
+    dataSource = new DataSource({
+      type: 'mariadb',
+      url: db.url,
+      timezone: 'Z',
+      entities: [...LOCK_MYSQL_ENTITIES],
+      migrations: [...LOCK_MIGRATIONS],
+    });
+    await dataSource.initialize();
+  });
+
+  afterAll(async () => {
+    await dataSource?.destroy();
+    await db?.drop();
+  });
+
+  it('run in order; undone one by one, the later ones keep schema and rows; all undone and run again, the engine works', async () => {
+    const admin = LockAdminService.create(dataSource, { actor: 'ops' });
+    expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
+    expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
+    expect(await tablesOf(db)).toEqual(TABLES);
+    expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
+    const schema = await schemaOf(db);
+
+    // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
+    let app = await createLockApp(db.url, { appId: 'keeper' });
+    await exerciseEngine(app.locks);
+    await admin.setPermits('P', 'read', 3);
+    const forced = await app.locks.tryLocks(['F_WRITE']);
+    await admin.forceRelease(forced, 'stuck');
+    const kept = await app.locks.tryLocks(['K_WRITE']);
+    await app.close(); // K stays held: no release on close
+    const rows = await rowsOf(db);
+    expect(await db.query('SELECT status, ended_by, end_reason FROM locking_log WHERE stamp = $1', [forced])).toEqual([
+      { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
+    ]);
+
+    for (let undone = 1; undone < NAMES.length; undone++) {
+      await dataSource.undoLastMigration();
+      expect(await schemaOf(db)).toEqual(schema);
+      expect(await rowsOf(db)).toEqual(rows);
+      const status = await admin.getSchemaStatus();
+      expect(status.pending).toEqual(NAMES.slice(NAMES.length - undone));
+      expect(status.tablesPresent).toBe(true);
+    }
+
+    // At the first migration only: the engine works on the rows kept, and the stopped instance recovers its grant.
+    app = await createLockApp(db.url, { appId: 'keeper' });
+    expect(await db.query('SELECT status FROM locking_log WHERE stamp = $1', [kept])).toEqual([{ status: 'RECOVERED' }]);
+    expect(app.locks.getLockPermits('P')).toMatchObject({ read: 3 });
+    const after = await app.locks.tryLocks(['K_WRITE']);
+    expect(after).toBeGreaterThan(kept);
+    await app.locks.releaseLocks(after);
+    await exerciseEngine(app.locks);
+    expect(await app.locks.getHealth()).toMatchObject({ schema: 'outdated', healthy: false });
+    await app.close();
+
+    await dataSource.undoLastMigration(); // the first: the tables go, with every row
+    expect(await tablesOf(db)).toEqual([]);
+    expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
+
+    expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
+    expect(await schemaOf(db)).toEqual(schema);
+    expect(await rowsOf(db)).toEqual({ locking: [], log: [], names: [], permissions: [], waiters: [] });
+    app = await createLockApp(db.url, { appId: 'latest-again' });
+    await exerciseEngine(app.locks);
+    expect(await app.locks.getHealth()).toMatchObject({ schema: 'current', healthy: true });
+    await app.close();
+  });
+
+  it('leave nothing for `synchronize` to change: LOCK_MYSQL_ENTITIES match the migrated schema', async () => {
+    const pending = await dataSource.driver.createSchemaBuilder().log();
+    expect(pending.upQueries.map((query) => query.query)).toEqual([]);
+  });
+});
