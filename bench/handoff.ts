@@ -1,5 +1,7 @@
 import { LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
+// Internal to the package: the MySQL listener's poll while an application has waiters, to name the row.
+import { POLL_BUSY_MS } from '../lib/store/mysql-sessions.util.js';
 import { bootApplication } from './contenders/library.contender.js';
 import { percentile } from './stats.js';
 
@@ -16,16 +18,21 @@ const NAME = 'bench_handoff';
 const POLL_MS = 100;
 
 /**
- * One holder releases, one waiter acquires, `rounds` times, for this library's notified wait and for a polling loop
- * at 100 ms, each with two application instances (holder and waiter) on the bench database.
+ * One holder releases, one waiter acquires, `rounds` times, for this library's wait and for a polling loop at 100 ms,
+ * each with two application instances (holder and waiter) on the bench database. On MySQL/MariaDB (a `mysql://`
+ * URL), where another instance learns of a release by polling, also with the waiter in the holder's own instance
+ * (woken by the release itself), after the first row.
  */
 export async function measureHandoff(url: string, rounds: number): Promise<HandoffResult[]> {
+  const mysql = url.startsWith('mysql:');
   const holderApp = await bootApplication(url, 'bench-holder');
   const waiterApp = await bootApplication(url, 'bench-waiter');
   try {
     const holder = holderApp.get(LockService);
     const waiter = waiterApp.get(LockService);
-    const notified = await handoffs(rounds, holder, waiter, (locks) => waiter.tryLocks(locks, { waitMs: 10_000 }));
+    const waitOn = (locks: LockService) => (group: [`${string}_WRITE`]) => locks.tryLocks(group, { waitMs: 10_000 });
+    const notified = await handoffs(rounds, holder, waiter, waitOn(waiter));
+    const sameInstance = mysql ? await handoffs(rounds, holder, holder, waitOn(holder)) : [];
     const polled = await handoffs(Math.min(rounds, 30), holder, waiter, async (locks) => {
       for (;;) {
         const stamp = await waiter.tryLocks(locks);
@@ -34,13 +41,33 @@ export async function measureHandoff(url: string, rounds: number): Promise<Hando
       }
     });
     return [
-      summary('nestjs-db-locks: waitMs (LISTEN/NOTIFY)', notified),
+      mysql
+        ? summary(`nestjs-db-locks: waitMs, another instance (it polls every ${POLL_BUSY_MS} ms)`, notified)
+        : summary('nestjs-db-locks: waitMs (LISTEN/NOTIFY)', notified),
+      ...(mysql ? [summary('nestjs-db-locks: waitMs, the same instance', sameInstance)] : []),
       summary(`polling loop every ${POLL_MS} ms`, polled),
     ];
   } finally {
     await holderApp.close();
     await waiterApp.close();
   }
+}
+
+/** The hand-off table, markdown-friendly. */
+export function formatHandoffTable(results: readonly HandoffResult[]): string[] {
+  const width = Math.max(39, ...results.map((r) => r.name.length));
+  return [
+    'Hand-off latency (one holder releases, one waiter acquires; from the release call to the grant):',
+    '',
+    `| ${'waiting'.padEnd(width)} | samples | median ms | p99 ms |`,
+    `|${'-'.repeat(width + 2)}|--------:|----------:|-------:|`,
+    ...results.map(
+      (r) =>
+        `| ${r.name.padEnd(width)} | ${String(r.samples).padStart(7)} | ${r.medianMs.toFixed(2).padStart(9)} | ${r.p99Ms
+          .toFixed(2)
+          .padStart(6)} |`,
+    ),
+  ];
 }
 
 async function handoffs(

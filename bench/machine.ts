@@ -13,16 +13,23 @@ export interface MachineInfo {
   readonly durability: string;
 }
 
+/** The host's part of `MachineInfo`: CPU, memory, Node.js. */
+export function describeHost(): Pick<MachineInfo, 'cpuModel' | 'cores' | 'memoryGiB' | 'node'> {
+  return {
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    cores: availableParallelism(),
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+  };
+}
+
 export async function describeMachine(database: BenchDatabase): Promise<MachineInfo> {
   const [row] = await database.query<{ server_version: string }>('SHOW server_version');
   const settings = await database.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method') ORDER BY name`,
   );
   return {
-    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
-    cores: availableParallelism(),
-    memoryGiB: Math.round(totalmem() / 2 ** 30),
-    node: process.version,
+    ...describeHost(),
     postgres: row?.server_version ?? 'unknown',
     database: database.source,
     durability: settings.map((setting) => `${setting.name}=${setting.setting}`).join(', '),

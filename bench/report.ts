@@ -49,7 +49,8 @@ export function formatTable(measurements: readonly Measurement[]): string {
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
 
-function find(measurements: readonly Measurement[], workload: string, id: ContenderId): Measurement | undefined {
+/** The measurement of contender `id` on `workload`. */
+export function find(measurements: readonly Measurement[], workload: string, id: ContenderId): Measurement | undefined {
   return measurements.find((m) => m.workload === workload && m.contenderId === id);
 }
 
@@ -73,7 +74,8 @@ function ratioOf(over: Measurement | undefined, under: Measurement | undefined):
 
 const range = (spread: Spread, digits: number): string => `${fixed(spread.min, digits)}–${fixed(spread.max, digits)}`;
 
-function ratio(label: string, over: Measurement | undefined, under: Measurement | undefined, min: number): TargetResult {
+/** A target on the median of the per-round ratios of acquisitions/s of `over` to `under`: at least `min`. */
+export function ratio(label: string, over: Measurement | undefined, under: Measurement | undefined, min: number): TargetResult {
   const { aggregate, perRound } = ratioOf(over, under);
   return {
     label,
@@ -84,7 +86,8 @@ function ratio(label: string, over: Measurement | undefined, under: Measurement 
   };
 }
 
-function retryShare(label: string, library: Measurement | undefined, max: number): TargetResult {
+/** A target on the library's retries per attempt over all rounds: at most `max`. */
+export function retryShare(label: string, library: Measurement | undefined, max: number): TargetResult {
   const share = (retries: number, attempts: number): number => (attempts > 0 ? retries / attempts : Number.NaN);
   const total = library ? share(library.retries, library.granted + library.busy) : Number.NaN;
   const perRound = spreadOf(library?.rounds.map((r) => share(r.retries, r.granted + r.busy)) ?? []);

@@ -25,7 +25,10 @@ export type ContenderId =
   | 'library-telemetry-on'
   | 'library-metrics-only'
   | 'advisory'
-  | 'seed';
+  | 'seed'
+  | 'library-mysql'
+  | 'floor-mysql'
+  | 'get-lock';
 
 /** A way of taking locks that the benchmark measures. */
 export interface Contender {

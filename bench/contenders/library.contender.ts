@@ -9,17 +9,23 @@ import type { Contender, ContenderId, ContenderSession } from './contender.js';
 /** Connections of the application's pool, as many as the raw contenders' dedicated clients in W2. */
 const POOL_MAX = 16;
 
-/** Boots a Nest application context the way a user wires the library. */
+/**
+ * Boots a Nest application context the way a user wires the library: on PostgreSQL, or on MariaDB/MySQL for a
+ * `mysql://` URL (`dialect: 'mysql'`, UTC times, one more pool connection for the instance session).
+ */
 export async function bootApplication(
   url: string,
   appId = 'bench',
   options: Partial<LockModuleOptions> = {},
 ): Promise<INestApplicationContext> {
+  const mysql = url.startsWith('mysql:');
   @Module({
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: POOL_MAX } }),
+      mysql
+        ? TypeOrmModule.forRoot({ type: 'mariadb', url, timezone: 'Z', extra: { connectionLimit: POOL_MAX + 1 } })
+        : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: POOL_MAX } }),
       ScheduleModule.forRoot(),
-      LockModule.forRoot({ ...options, appId }),
+      LockModule.forRoot(mysql ? { ...options, appId, dialect: 'mysql' } : { ...options, appId }),
     ],
   })
   class BenchAppModule {}
