@@ -126,7 +126,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
 
   /**
    * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows (the database is
-   * still open at this stage); later waits are refused with the same error. @internal
+   * still open at this stage); later acquisitions, waiting or not, are refused with the same error, so that no grant
+   * starts that the calls awaited by `beforeApplicationShutdown` would not include. @internal
    */
   async onModuleDestroy(): Promise<void> {
     this.closing.abort(new LockShutdownError());
@@ -160,12 +161,15 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
    *   (nobody renews such a grant: it is freed within `leaseMs + reaperIntervalMs`).
    * @throws AppIdInUseError when a twin took this instance's `appId` while it was disconnected (it grants nothing more).
    * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
-   * @throws LockShutdownError when the application shuts down during the wait, or has (nothing is held).
+   * @throws LockShutdownError when the application shuts down during the wait, or has begun to (`app.close()`):
+   *   nothing is held.
    */
   async tryLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<number> {
     const group = parseLockGroup(locks);
     const { waitMs = 0, signal } = assertTryLocksOptions(options);
     if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
+    // Once shutdown has begun, a new grant could outlive the DataSource: the calls under way are awaited, not this one.
+    if (this.closing.signal.aborted) throw new LockShutdownError();
     let sentAt = 0;
     const attempt = async (waiter?: string): Promise<number> => {
       // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
@@ -198,7 +202,6 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
     signal: AbortSignal | undefined,
     attempt: (waiter: string) => Promise<number>,
   ): Promise<number> {
-    if (this.closing.signal.aborted) return Promise.reject(new LockShutdownError());
     const context = { store: this.store, attempt, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);

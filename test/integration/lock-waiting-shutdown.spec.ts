@@ -45,6 +45,9 @@ describe('shutting down while waiting for locks', () => {
     const closing = jobs.close().then(() => (closed = true));
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(closed).toBe(false); // close() waits for the call in flight
+    // Meanwhile no new grant starts (the scheduler's next tick, or any caller): it would not be awaited.
+    await expect(jobs.locks.tryLocks(['LATE_WRITE'])).rejects.toBeInstanceOf(LockShutdownError);
+    expect(await db.query(`SELECT * FROM locking WHERE lock_name = 'LATE'`)).toEqual([]);
     jobGate.open();
     await closing;
     expect(await db.query(`SELECT * FROM locking WHERE app_id = 'gated-jobs'`)).toEqual([]);
