@@ -43,6 +43,7 @@ for (const dialect of DIALECTS) dialect.describe(`connections reset again and ag
   afterEach(() => expect(watcher.problems).toEqual([]));
 
   it('nothing granted twice, no raw driver error reaches a caller, every lock drained', async () => {
+    const retriesBefore = proxied.locks.getStats().retries;
     const sampler = startDbSampler(db.url);
     const load = startLoad([proxied.locks, direct.locks], {
       names: ['L1', 'L2', 'L3'],
@@ -62,7 +63,9 @@ for (const dialect of DIALECTS) dialect.describe(`connections reset again and ag
       const sampled = await sampler.stop();
       expect(report.violations).toEqual([]);
       expect(report.untyped).toEqual([]);
-      expect(report.failed).toBeGreaterThan(0); // the resets did hit statements in flight
+      // The resets did hit statements in flight: each such statement either failed with a typed error or was run
+      // again (on MySQL/MariaDB a transaction cut before its COMMIT is retried, so failures alone may be none).
+      expect(report.failed + proxied.locks.getStats().retries - retriesBefore).toBeGreaterThan(0);
       expect(sampled.violations).toEqual([]);
       expect(sampled.samples).toBeGreaterThan(50);
     }
