@@ -56,6 +56,7 @@ export {
   OrderedLockWaiters1795500000000,
   ForcedLockRelease1795600000000,
   GroupLockChecks1795700000000,
+  MysqlLockProcedures1795800000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

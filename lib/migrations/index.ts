@@ -4,6 +4,7 @@ import { OrderedLockRelease1795400000000 } from './1795400000000-ordered-lock-re
 import { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 import { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
 import { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
+import { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -11,6 +12,7 @@ export { OrderedLockRelease1795400000000 } from './1795400000000-ordered-lock-re
 export { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-waiters.js';
 export { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
 export { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
+export { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -24,4 +26,5 @@ export const LOCK_MIGRATIONS = [
   OrderedLockWaiters1795500000000,
   ForcedLockRelease1795600000000,
   GroupLockChecks1795700000000,
+  MysqlLockProcedures1795800000000,
 ] as const;

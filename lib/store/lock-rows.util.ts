@@ -22,6 +22,15 @@ export type LogEntryRow = LogRow & {
   end_reason: string | null;
 };
 
+/**
+ * A JSON array column of MySQL or MariaDB as strings: MySQL's JSON type arrives parsed, MariaDB's (text) does not.
+ * @internal
+ */
+export function jsonArray(value: unknown): string[] {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return Array.isArray(parsed) ? parsed.map(String) : [];
+}
+
 /** The group of a row: names and their modes ('R'/'W'), aligned. @internal */
 export function locksOf(names: readonly string[], modes: readonly string[]): LockRequest[] {
   return names.map((name, i) => ({ name, mode: modes[i] === 'W' ? 'write' : 'read' }));

@@ -19,6 +19,9 @@ const TRANSIENT_ERRNOS = new Set([
 /** No such table: the migrations have not run. */
 const MISSING_TABLE_ERRNO = 1146;
 
+/** No such stored procedure (ER_SP_DOES_NOT_EXIST): the migration that creates it has not run. */
+const MISSING_PROCEDURE_ERRNO = 1305;
+
 /** Server errors that end the session: shutdown, a killed connection. */
 const CONNECTION_ERRNOS = new Set([
   1053, // ER_SERVER_SHUTDOWN
@@ -34,6 +37,11 @@ function driverError(error: unknown): MysqlDriverError {
 export function mysqlCodeOf(error: unknown): string | undefined {
   const { code } = driverError(error);
   return typeof code === 'string' ? code : undefined;
+}
+
+/** True for a call of a stored procedure that does not exist: it failed before anything ran. @internal */
+export function isMissingMysqlProcedure(error: unknown): boolean {
+  return errnoOf(error instanceof LockError ? error.cause : error) === MISSING_PROCEDURE_ERRNO;
 }
 
 function errnoOf(error: unknown): number | undefined {
@@ -69,6 +77,7 @@ export function isMysqlConnectionFailure(error: unknown): boolean {
  */
 export function toMysqlLockError(error: unknown, operation: string, mayHaveCommitted: boolean): LockError {
   if (error instanceof LockError) return error;
-  if (errnoOf(error) === MISSING_TABLE_ERRNO) return new LockTablesMissingError(error);
+  const errno = errnoOf(error);
+  if (errno === MISSING_TABLE_ERRNO || errno === MISSING_PROCEDURE_ERRNO) return new LockTablesMissingError(error);
   return new LockStoreError(operation, mysqlCodeOf(error), mayHaveCommitted && isMysqlConnectionFailure(error), error);
 }

@@ -9,7 +9,7 @@ import type {
   LockWaiterInfo,
 } from '../interfaces/index.js';
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from './lock-admin.store.js';
-import { locksOf, toGrant, toLogEntry, type LogRow } from './lock-rows.util.js';
+import { jsonArray, locksOf, toGrant, toLogEntry, type LogRow } from './lock-rows.util.js';
 import * as Admin from './mysql-lock-admin.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
@@ -24,12 +24,6 @@ interface MysqlLogRow {
   lock_names: unknown;
   lock_modes: unknown;
   acquired: string;
-}
-
-/** A JSON array column: MySQL's JSON type arrives parsed, MariaDB's (text) does not. */
-function jsonArray(value: unknown): string[] {
-  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
-  return Array.isArray(parsed) ? parsed.map(String) : [];
 }
 
 const dateOf = (iso: string | null): Date | null => (iso === null ? null : new Date(iso));

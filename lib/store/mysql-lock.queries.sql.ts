@@ -56,6 +56,16 @@ export const checkGroup = (count: number): string => {
   FROM (${requests}) AS r`;
 };
 
+/**
+ * ? app id, ? instance, ? names (JSON), ? modes (JSON), ? lease (ms), ? waiter (or null), ? default write permits,
+ * ? default read permits → `stamp` (0: not available). The whole grant below, as one call
+ * (`mysql-lock.procedures.sql.ts`).
+ */
+export const CALL_TRY_ACQUIRE = 'CALL locking_try_acquire(?, ?, ?, ?, ?, ?, ?, ?)';
+
+/** ? stamp, ? app id → `lock_names` (JSON; null when nothing matched). The whole release below, as one call. */
+export const CALL_RELEASE = 'CALL locking_release(?, ?)';
+
 /** ? app id, ? instance, ? names (JSON), ? modes (JSON), ? lease (ms): the grant's log row; its id is the stamp. */
 export const INSERT_GRANT_LOG = `INSERT INTO locking_log
   (app_id, instance, lock_names, lock_modes, status, acquired, lease_expires)

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockStoreError } from '../errors/index.js';
+import { LockStoreError, LockTablesMissingError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
@@ -12,7 +12,8 @@ import {
   type LockListener,
   type RenewOutcome,
 } from './lock.store.js';
-import { isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
+import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
+import { jsonArray } from './lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
@@ -28,6 +29,9 @@ interface CheckRow {
   permits: number | string | null;
   writer_first: number | string | null;
 }
+
+/** The names a release freed, from the procedure's `lock_names` (null: nothing matched). */
+const freedNames = (value: unknown): string[] | undefined => (value === null || value === undefined ? undefined : jsonArray(value));
 
 /** How many name rows one reaper run prunes at most. */
 const NAMES_PRUNED_PER_RUN = 1000;
@@ -45,6 +49,8 @@ export class MysqlLockStore extends LockStore {
   protected readonly reports: MysqlLockAdminStore;
   /** Names freed by this process, for its own waiters (also those freed by its admin service). */
   readonly wakeups = new MysqlWakeups();
+  /** Whether the stored procedures are there (until a call finds them missing). */
+  private procedures = true;
 
   constructor(
     dataSource: DataSource,
@@ -60,7 +66,29 @@ export class MysqlLockStore extends LockStore {
     return this.runner.retries;
   }
 
-  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+  async tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+    const { appId, instance, leaseMs, defaultPermits } = this.options;
+    // The group comes in its canonical order, sorted by name: the order in which every grant locks its names' rows.
+    const names = JSON.stringify(group.map((r) => r.name));
+    const modes = JSON.stringify(group.map((r) => MODE_CODE[r.mode]));
+    const called = await this.withProcedures(() =>
+      this.runner.call<{ stamp: number | string }>('tryLocks', true, SQL.CALL_TRY_ACQUIRE, [
+        appId,
+        instance,
+        names,
+        modes,
+        leaseMs,
+        waiter ?? null,
+        defaultPermits.write,
+        defaultPermits.read,
+      ]),
+    );
+    if (called !== undefined) return Number(called[0]?.stamp ?? 0);
+    return this.tryAcquireStatements(group, waiter);
+  }
+
+  /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
+  private tryAcquireStatements(group: readonly LockRequest[], waiter?: string): Promise<number> {
     const { appId, instance, leaseMs } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
@@ -82,6 +110,21 @@ export class MysqlLockStore extends LockStore {
       if (waiter !== undefined) await tx.write(SQL.DELETE_WAITER, [waiter]);
       return stamp;
     });
+  }
+
+  /**
+   * Runs `call` on the stored procedures; undefined when they do not exist (the migration that creates them has not
+   * run: the call failed before anything ran), and from then on without trying them again.
+   */
+  private async withProcedures<T>(call: () => Promise<T>): Promise<T | undefined> {
+    if (!this.procedures) return undefined;
+    try {
+      return await call();
+    } catch (error) {
+      if (!(error instanceof LockTablesMissingError) || !isMissingMysqlProcedure(error)) throw error;
+      this.procedures = false;
+      return undefined;
+    }
   }
 
   /** Whether some lock of the group is not available (read under the names' row locks). */
@@ -126,16 +169,24 @@ export class MysqlLockStore extends LockStore {
   }
 
   async release(stamp: number): Promise<boolean> {
-    const names = await this.runner.transaction('releaseLocks', false, async (tx) => {
+    const called = await this.withProcedures(() =>
+      this.runner.call<{ lock_names: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [stamp, this.options.appId]),
+    );
+    const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
+    if (names === undefined) return false;
+    this.wakeups.freed(names);
+    return true;
+  }
+
+  /** The release sent statement by statement; the names it freed, or undefined when nothing matched. */
+  private releaseStatements(stamp: number): Promise<string[] | undefined> {
+    return this.runner.transaction('releaseLocks', false, async (tx) => {
       const ended = await tx.write(SQL.END_GRANT_RELEASED, [stamp, this.options.appId]);
       if (ended.affectedRows === 0) return undefined;
       const rows = await tx.select<{ lock_name: string }>(SQL.SELECT_GRANT_NAMES, [stamp]);
       await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
       return rows.map((row) => row.lock_name);
     });
-    if (names === undefined) return false;
-    this.wakeups.freed(names);
-    return true;
   }
 
   async recover(): Promise<number> {

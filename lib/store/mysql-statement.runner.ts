@@ -75,6 +75,21 @@ export class MysqlStatementRunner {
     });
   }
 
+  /**
+   * Calls a stored procedure that runs and commits a transaction of its own: one round trip. Retried like a
+   * transaction after a deadlock or a lock wait timeout (the procedure rolled back and raised it again). A connection
+   * lost once the call was sent is never retried: the procedure may have committed (`outcomeUnknown` when it
+   * `grants`). Resolves with the rows of the procedure's first result set.
+   */
+  call<R>(operation: string, grants: boolean, sql: string, values: readonly unknown[]): Promise<R[]> {
+    return this.retrying(operation, grants, async (tx, committing) => {
+      committing();
+      // A CALL answers with its result sets, then the call's own status.
+      const [rows] = await tx.select<unknown>(sql, values);
+      return Array.isArray(rows) ? (rows as R[]) : [];
+    });
+  }
+
   /** The rows of one SELECT, in autocommit (retried like a transaction). */
   select<R>(operation: string, sql: string, values: readonly unknown[] = []): Promise<R[]> {
     return this.retrying(operation, false, (tx) => tx.select<R>(sql, values));

@@ -84,6 +84,9 @@ describe('shipped migrations', () => {
     await exerciseEngine(app.locks);
     await app.close();
 
+    await dataSource.undoLastMigration(); // MySQL's stored procedures: nothing changes on PostgreSQL
+    expect(await groupChecks(db)).toBe(true);
+    expect(await hotPathChecks(db)).toEqual([]);
     await dataSource.undoLastMigration(); // the group checks in one statement
     expect(await groupChecks(db)).toBe(false);
     expect(await forcedRelease(db)).toBe(true);
@@ -123,7 +126,7 @@ describe('shipped migrations', () => {
     await exerciseEngine(app.locks);
     await app.close();
 
-    expect((await dataSource.runMigrations()).length).toBe(5);
+    expect((await dataSource.runMigrations()).length).toBe(LOCK_MIGRATIONS.length - 1);
     expect(await groupChecks(db)).toBe(true);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);

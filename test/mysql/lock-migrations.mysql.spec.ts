@@ -74,12 +74,21 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await db?.drop();
   });
 
+  /** The stored procedures of the test database. */
+  const proceduresOf = async (): Promise<string[]> =>
+    (
+      await db.query<{ name: string }>(
+        'SELECT ROUTINE_NAME AS name FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() ORDER BY 1',
+      )
+    ).map((row) => row.name);
+
   it('run in order; undone one by one, the later ones keep schema and rows; all undone and run again, the engine works', async () => {
     const admin = LockAdminService.create(dataSource, { actor: 'ops' });
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
     expect(await tablesOf(db)).toEqual(TABLES);
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
+    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
     const schema = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
@@ -102,6 +111,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       const status = await admin.getSchemaStatus();
       expect(status.pending).toEqual(NAMES.slice(NAMES.length - undone));
       expect(status.tablesPresent).toBe(true);
+      expect(await proceduresOf()).toEqual([]); // the last migration's: the grant is sent statement by statement
     }
 
     // At the first migration only: the engine works on the rows kept, and the stopped instance recovers its grant.
@@ -121,6 +131,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
 
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
     expect(await schemaOf(db)).toEqual(schema);
+    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
     expect(await rowsOf(db)).toEqual({ locking: [], log: [], names: [], permissions: [], waiters: [] });
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);

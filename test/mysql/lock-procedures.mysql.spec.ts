@@ -1,0 +1,79 @@
+import { LockStoreError } from 'nestjs-db-locks';
+import { createLockApp, trackApps } from '../support/lock-app.js';
+import { lockRows } from '../support/lock-rows.js';
+import { namesOf } from '../support/dialects.js';
+import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
+import type { TestDatabase } from '../support/test-database.js';
+
+/** Replaces procedure `name` (of `params`) with one that fails loudly: a call of it is then seen by its caller. */
+async function replaceWithFailing(db: TestDatabase, name: string, params: string): Promise<void> {
+  await db.query(`DROP PROCEDURE ${name}`);
+  await db.query(`CREATE PROCEDURE ${name}(${params}) SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'called ${name}'`);
+}
+
+const TRY_ACQUIRE_PARAMS =
+  'a VARCHAR(200), b VARCHAR(200), c LONGTEXT, d LONGTEXT, e BIGINT, f VARCHAR(64), g INT, h INT';
+
+describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per grant, one per release)', () => {
+  const apps = trackApps(createLockApp);
+  const databases: TestDatabase[] = [];
+  const fresh = async (): Promise<TestDatabase> => {
+    const db = await createMysqlTestDatabase();
+    databases.push(db);
+    return db;
+  };
+  afterEach(() => apps.closeAll());
+  afterAll(() => Promise.all(databases.map((db) => db.drop())));
+
+  it('grants through locking_try_acquire: a failing procedure is what the caller sees, typed, and nothing is held', async () => {
+    const db = await fresh();
+    await replaceWithFailing(db, 'locking_try_acquire', TRY_ACQUIRE_PARAMS);
+    const app = await apps.start(db.url, { appId: 'called' });
+    const error = await app.locks.tryLocks(['P_WRITE']).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockStoreError);
+    expect(String((error as LockStoreError).cause)).toContain('called locking_try_acquire');
+    expect((error as LockStoreError).outcomeUnknown).toBe(false); // the server answered: nothing committed
+    expect(await lockRows(db)).toEqual([]);
+  });
+
+  it('releases through locking_release, ending the log row and freeing the rows in one call', async () => {
+    const db = await fresh();
+    const app = await apps.start(db.url, { appId: 'release' });
+    const stamp = await app.locks.tryLocks(['R1_WRITE', 'R2_READ']);
+    await replaceWithFailing(db, 'locking_release', 'a BIGINT, b VARCHAR(200)');
+    const error = await app.locks.releaseLocks(stamp).catch((e: unknown) => e);
+    expect(String((error as LockStoreError).cause)).toContain('called locking_release');
+    expect(await lockRows(db)).toHaveLength(2); // still held: the release did not run
+  });
+
+  it('keeps names byte for byte in a latin1 database, for a group of 40 names of up to 200 characters', async () => {
+    const db = await fresh();
+    const app = await apps.start(db.url, { appId: 'wide' });
+    const names = Array.from({ length: 40 }, (_, i) => `${String(i).padStart(2, '0')}:Mixed.Case/${'x'.repeat(186)}`);
+    const stamp = await app.locks.tryLocks(names.map((name, i) => ({ name, mode: i % 2 ? 'read' : 'write' })));
+    expect(stamp).toBeGreaterThan(0);
+    expect((await lockRows(db)).map((row) => row.lock_name)).toEqual(names);
+    const [log] = await db.query<{ lock_names: unknown }>('SELECT lock_names FROM locking_log WHERE stamp = $1', [stamp]);
+    expect(namesOf(log!.lock_names)).toEqual(names);
+    // Another instance sees the same names held, and the same name in another case free: bytes were compared.
+    const other = await apps.start(db.url, { appId: 'other' });
+    expect(await other.locks.tryLocks([`${names[0]}_READ`])).toBe(0);
+    expect(await other.locks.tryLocks([`${names[0]!.toLowerCase()}_READ`])).toBeGreaterThan(0);
+    await app.locks.releaseLocks(stamp);
+    expect(await other.locks.tryLocks([`${names[0]}_READ`])).toBeGreaterThan(0);
+  });
+
+  it('without the procedures (a database not migrated to this version) sends the same statements one by one', async () => {
+    const db = await fresh();
+    await db.query('DROP PROCEDURE locking_try_acquire');
+    await db.query('DROP PROCEDURE locking_release');
+    const app = await apps.start(db.url, { appId: 'older' });
+    const first = await app.locks.tryLocks(['OLD_WRITE']);
+    expect(first).toBeGreaterThan(0);
+    expect(await app.locks.tryLocks(['OLD_READ'])).toBe(0);
+    await app.locks.releaseLocks(first);
+    const [row] = await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [first]);
+    expect(row?.status).toBe('RELEASED');
+    expect(await lockRows(db)).toEqual([]);
+  });
+});
