@@ -5,7 +5,8 @@ import { LockShutdownError, WithLocks } from 'nestjs-db-locks';
 import { Gate } from '../support/gate.js';
 import { startHolder } from '../support/holder-process.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { DIALECTS } from '../support/dialects.js';
+import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 const WAITER_SCRIPT = fileURLToPath(new URL('../support/waiter.child.mjs', import.meta.url));
@@ -22,13 +23,13 @@ class GatedJob {
   }
 }
 
-describe('shutting down while waiting for locks', () => {
+for (const dialect of DIALECTS) dialect.describe(`shutting down while waiting for locks on ${dialect.name}`, () => {
   let db: TestDatabase;
   let holder: LockApp;
   const waiterRows = (appId: string) => db.query('SELECT * FROM locking_waiters WHERE app_id = $1', [appId]);
 
   beforeAll(async () => {
-    db = await createTestDatabase();
+    db = await dialect.createDatabase();
     holder = await createLockApp(db.url, { appId: 'holder' });
   });
   afterAll(async () => {
@@ -39,6 +40,7 @@ describe('shutting down while waiting for locks', () => {
   // The scheduler stops its intervals, and TypeORM destroys the DataSource, in the last phases of app.close(): a
   // locked call still running there could not release, and its lock stayed until its lease expired.
   it('app.close() lets the locked calls under way finish and release before the DataSource closes', async () => {
+    jobGate.reset(); // the other dialect's run opened it
     const jobs = await createLockApp(db.url, { appId: 'gated-jobs' }, 4, [GatedJob]);
     await jobGate.reached();
     let closed = false;

@@ -15,11 +15,15 @@ const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const env = process.env;
 
 class WaiterModule {}
+/** A `mysql://` URL: the waiter runs on MariaDB/MySQL. */
+const mysql = (env.DATABASE_URL ?? '').startsWith('mysql:');
 Module({
   imports: [
-    TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 3 } }),
+    mysql
+      ? TypeOrmModule.forRoot({ type: 'mariadb', url: env.DATABASE_URL, timezone: 'Z', extra: { connectionLimit: 3 } })
+      : TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 3 } }),
     ScheduleModule.forRoot(),
-    LockModule.forRoot({ appId: env.APP_ID ?? 'waiter', waitRecheckMs: 60_000 }),
+    LockModule.forRoot({ ...(mysql ? { dialect: 'mysql' } : {}), appId: env.APP_ID ?? 'waiter', waitRecheckMs: 60_000 }),
   ],
 })(WaiterModule);
 
