@@ -47,14 +47,17 @@ const CREATE_TRY_ACQUIRE = `CREATE PROCEDURE locking_try_acquire(
   SQL SECURITY INVOKER
 BEGIN
   DECLARE v_stamp BIGINT DEFAULT 0;
+  DECLARE v_busy INT DEFAULT 0;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   INSERT INTO locking_names (lock_name)
     SELECT g.name FROM ${GROUP_NAMES} g ORDER BY g.ord
     ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
-  IF NOT EXISTS (
-    SELECT 1 FROM (SELECT g.name, ${MODE_AT('g.ord')} COLLATE utf8mb4_bin AS mode FROM ${GROUP_NAMES} g) r
+  -- SELECT … INTO, not IF EXISTS (…) or SET = (…): InnoDB runs a subquery of those as a locking read, which would
+  -- wait for (and deadlock with) releases in flight; a plain SELECT at READ COMMITTED reads what is committed.
+  SELECT COUNT(*) INTO v_busy
+    FROM (SELECT g.name, ${MODE_AT('g.ord')} COLLATE utf8mb4_bin AS mode FROM ${GROUP_NAMES} g) r
      WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
         OR (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)
            >= COALESCE((SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode),
@@ -63,8 +66,8 @@ BEGIN
               SELECT 1 FROM locking_waiters w
                WHERE w.lock_name = r.name AND w.mode = 'W' AND w.expires > UTC_TIMESTAMP(6)
                  AND w.seq < COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = p_waiter),
-                                      9223372036854775807)))
-  ) THEN
+                                      9223372036854775807)));
+  IF v_busy = 0 THEN
     INSERT INTO locking_log (app_id, instance, lock_names, lock_modes, status, acquired, lease_expires)
       VALUES (p_app_id, p_instance, p_names, p_modes, 'ACQUIRED', UTC_TIMESTAMP(6),
               UTC_TIMESTAMP(6) + INTERVAL (p_lease_ms * 1000) MICROSECOND);

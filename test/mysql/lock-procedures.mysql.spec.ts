@@ -2,6 +2,7 @@ import { LockStoreError } from 'nestjs-db-locks';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { namesOf } from '../support/dialects.js';
+import { openSession } from '../support/dialect-sql.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 
@@ -61,6 +62,27 @@ describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per g
     expect(await other.locks.tryLocks([`${names[0]!.toLowerCase()}_READ`])).toBeGreaterThan(0);
     await app.locks.releaseLocks(stamp);
     expect(await other.locks.tryLocks([`${names[0]}_READ`])).toBeGreaterThan(0);
+  });
+
+  it('checks the held rows without locking them: a lock row another transaction is writing holds no grant up', async () => {
+    const db = await fresh();
+    const app = await apps.start(db.url, { appId: 'reader', queryTimeoutMs: 2000 });
+    const writer = await openSession(db, { name: 'MariaDB' });
+    try {
+      // As a release, a reap or a forced release in flight holds the rows it deletes: uncommitted, still counted.
+      await writer.query(`INSERT INTO locking VALUES ('INFLIGHT', 'R', 'other', 999999, UTC_TIMESTAMP(6))`);
+      // At READ COMMITTED, as the library's own releases run (at REPEATABLE READ the DELETE would also lock the gap
+      // after the newest stamp, where every new grant inserts).
+      await writer.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      await writer.query('START TRANSACTION');
+      await writer.query(`DELETE FROM locking WHERE stamp = 999999`);
+      // A locking read would wait for the writer's row lock until the query timeout (LockStoreError).
+      expect(await app.locks.tryLocks(['INFLIGHT_WRITE'])).toBe(0); // answered at once: the committed reader counts
+      expect(await app.locks.tryLocks(['ELSEWHERE_WRITE'])).toBeGreaterThan(0);
+    } finally {
+      await writer.query('ROLLBACK');
+      await writer.end();
+    }
   });
 
   it('without the procedures (a database not migrated to this version) sends the same statements one by one', async () => {
