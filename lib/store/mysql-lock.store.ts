@@ -41,7 +41,9 @@ const NAMES_PRUNED_PER_RUN = 1000;
  * DataSource's own `mysql2` pool. Each operation is one short transaction at READ COMMITTED. A grant locks its names'
  * rows in `locking_names` in sorted order (the per-name mutex), then reads the held rows and the permits, then writes
  * its log row (whose `AUTO_INCREMENT` id is the stamp) and its lock rows, and commits: a grant is durable when
- * `tryLocks` answers (with InnoDB's default `innodb_flush_log_at_trx_commit = 1`).
+ * `tryLocks` answers (with InnoDB's default `innodb_flush_log_at_trx_commit = 1`). A grant and a release are one call
+ * of a stored procedure each (`mysql-lock.procedures.sql.ts`), or the same statements one by one where the
+ * procedures' migration has not run.
  * @internal
  */
 export class MysqlLockStore extends LockStore {
