@@ -23,12 +23,12 @@ export interface MysqlSection {
  * 10.11, fsync on). Each keeps a margin below what the current code reaches there and still catches a regression of
  * the kind that matters (the hot path sent statement by statement again, one more durable commit per cycle, a wait
  * that stops being woken):
- * - W1 / floor 0.40: measured 0.46–0.55 per round. A cycle is two durable commits, as the floor's, in two calls of
+ * - W1 / floor 0.40: measured 0.44–0.55 per round. A cycle is two durable commits, as the floor's, in two calls of
  *   stored procedures; sent statement by statement (seven round trips a grant, six a release) it was 0.24–0.27.
- * - W1 / GET_LOCK 0.12, W2 / GET_LOCK 0.25: measured 0.15–0.20 and 0.33–0.38 (statement by statement: 0.065–0.091
+ * - W1 / GET_LOCK 0.12, W2 / GET_LOCK 0.25: measured 0.15–0.20 and 0.33–0.41 (statement by statement: 0.065–0.091
  *   and 0.23–0.28). GET_LOCK writes nothing durable and has no shared mode (W2's read locks are taken exclusively:
  *   most of its attempts are refused).
- * - retries 1 %: measured 0.04–0.15 % (a deadlock's victim, retried); names' rows are locked in sorted order.
+ * - retries 1 %: measured 0; names' rows are locked in sorted order and the check reads without locking.
  * - hand-off to another instance: median 30 ms and p99 60 ms against a poll of 20 ms while waiting (measured 12 and
  *   24 ms): a waiter that missed the poll and waited for its re-check (`waitRecheckMs`, 1 s) would break both.
  * - hand-off within one instance 10 ms (measured 2.9 ms): the release wakes the waiter directly, no poll.
