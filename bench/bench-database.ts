@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { startEmbeddedPostgres } from '../sample-app/src/database/embedded-postgres.js';
 import { CREATE_BENCH_SCHEMA, VACUUM_ALL } from './bench-schema.js';
+import { type BenchServer, createBenchDatabase, type DatabaseStatements } from './bench-server.js';
 
 /** The benchmark's database: fresh, migrated, dropped (and its server stopped, when embedded) by `dispose`. */
 export interface BenchDatabase {
@@ -22,13 +22,7 @@ export interface BenchDatabase {
   dispose(): Promise<void>;
 }
 
-interface Server {
-  readonly adminUrl: string;
-  readonly source: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(): Promise<Server> {
+async function startServer(): Promise<BenchServer> {
   const external = process.env.DATABASE_URL;
   if (external) {
     const { hostname, port } = new URL(external);
@@ -60,47 +54,37 @@ async function runOn<T>(url: string, fn: (client: pg.Client) => Promise<T>): Pro
 /** Starts (or reaches) the server, creates `ndl_bench_<random>`, runs the library's migrations and the bench schema. */
 export async function openBenchDatabase(): Promise<BenchDatabase> {
   const server = await startServer();
-  const name = `ndl_bench_${randomBytes(6).toString('hex')}`;
-  const dropDatabase = async (): Promise<void> => {
-    await runOn(server.adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  };
-  try {
-    await runOn(server.adminUrl, (client) => client.query(`CREATE DATABASE ${name}`));
-    const url = new URL(server.adminUrl);
-    url.pathname = `/${name}`;
+  return createBenchDatabase(server, POSTGRES_DATABASES, async (url, _name, dispose) => {
     const database: BenchDatabase = {
-      url: url.toString(),
+      url,
       source: server.source,
-      query: (text, values) => runOn(url.toString(), async (client) => (await client.query(text, values)).rows),
+      query: (text, values) => runOn(url, async (client) => (await client.query(text, values)).rows),
       vacuum: async () => {
-        await runOn(url.toString(), (client) => client.query(VACUUM_ALL));
+        await runOn(url, (client) => client.query(VACUUM_ALL));
       },
       checkpoint: () =>
-        runOn(url.toString(), (client) =>
+        runOn(url, (client) =>
           client.query('CHECKPOINT').then(
             () => true,
             () => false, // needs superuser or pg_checkpoint
           ),
         ),
-      dispose: async () => {
-        try {
-          await dropDatabase();
-        } finally {
-          await server.stop();
-        }
-      },
+      dispose,
     };
-    await migrate(database.url);
-    await runOn(database.url, async (client) => {
+    await migrate(url);
+    await runOn(url, async (client) => {
       for (const statement of CREATE_BENCH_SCHEMA) await client.query(statement);
     });
     return database;
-  } catch (error) {
-    await dropDatabase().catch(() => undefined);
-    await server.stop();
-    throw error;
-  }
+  });
 }
+
+/** Databases on PostgreSQL: dropped `WITH (FORCE)`, since a contender's session may still be closing. */
+const POSTGRES_DATABASES: DatabaseStatements = {
+  create: (adminUrl, name) => runOn(adminUrl, (client) => client.query(`CREATE DATABASE ${name}`)).then(() => undefined),
+  drop: (adminUrl, name) =>
+    runOn(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+};
 
 async function migrate(url: string): Promise<void> {
   const dataSource = new DataSource({ type: 'postgres', url, migrations: [...LOCK_MIGRATIONS] });

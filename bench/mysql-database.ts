@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { DataSource } from 'typeorm';
 // The tests' private MariaDB (plain JavaScript, shared with their global setup and the pack smoke test).
 import { mariadbInstalled, startPrivateMariadb } from '../test/support/mariadb-server.mjs';
 import { onMysql } from './contenders/mysql-clients.js';
+import { type BenchServer, createBenchDatabase, type DatabaseStatements } from './bench-server.js';
 import type { SliceHygiene } from './rounds.js';
 
 /** The MariaDB/MySQL database of the benchmark: fresh, migrated, dropped (and its server stopped, when private). */
@@ -35,14 +35,9 @@ const PURGED_HISTORY = 100;
 /** Longest wait for the purge before a slice. */
 const PURGE_WAIT_MS = 2000;
 
-interface Server {
-  readonly adminUrl: string;
-  readonly source: string;
-  stop(): Promise<void>;
-}
 
 /** `MYSQL_URL` when set, else a private MariaDB when installed, else the reason why there is none. */
-async function startServer(): Promise<Server | string> {
+async function startServer(): Promise<BenchServer | string> {
   const external = process.env.MYSQL_URL;
   if (external) {
     const { hostname, port } = new URL(external);
@@ -82,18 +77,11 @@ async function startServer(): Promise<Server | string> {
 export async function openMysqlBenchDatabase(): Promise<MysqlBenchDatabase | string> {
   const server = await startServer();
   if (typeof server === 'string') return server;
-  const name = `ndl_bench_${randomBytes(6).toString('hex')}`;
-  const dropDatabase = async (): Promise<void> => {
-    await onMysql(server.adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name}`));
-  };
-  try {
-    await onMysql(server.adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
-    const url = new URL(server.adminUrl);
-    url.pathname = `/${name}`;
+  return createBenchDatabase(server, MYSQL_DATABASES, async (url, name, dispose) => {
     const query = <R>(sql: string, values: unknown[] = []): Promise<R[]> =>
-      onMysql(url.toString(), async (c) => (await c.query<mysql.RowDataPacket[]>(sql, values))[0] as R[]);
+      onMysql(url, async (c) => (await c.query<mysql.RowDataPacket[]>(sql, values))[0] as R[]);
     const database: MysqlBenchDatabase = {
-      url: url.toString(),
+      url,
       name,
       source: server.source,
       query,
@@ -104,23 +92,19 @@ export async function openMysqlBenchDatabase(): Promise<MysqlBenchDatabase | str
       },
       // No CHECKPOINT statement: InnoDB's page cleaner flushes in the background (forcing it takes a global setting).
       checkpoint: async () => true,
-      dispose: async () => {
-        try {
-          await dropDatabase();
-        } finally {
-          await server.stop();
-        }
-      },
+      dispose,
     };
-    await migrate(database.url);
+    await migrate(url);
     await query(CREATE_FLOOR);
     return database;
-  } catch (error) {
-    await dropDatabase().catch(() => undefined);
-    await server.stop();
-    throw error;
-  }
+  });
 }
+
+/** Databases on MySQL/MariaDB. */
+const MYSQL_DATABASES: DatabaseStatements = {
+  create: (adminUrl, name) => onMysql(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`)).then(() => undefined),
+  drop: (adminUrl, name) => onMysql(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name}`)).then(() => undefined),
+};
 
 async function historyLength(query: MysqlBenchDatabase['query']): Promise<number> {
   const [row] = await query<{ Value: string }>("SHOW GLOBAL STATUS LIKE 'Innodb_history_list_length'");
