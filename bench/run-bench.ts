@@ -32,6 +32,7 @@ import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes
 import { formatSoak, runSoak, soakTargets } from './soak.js';
 import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
 import { breakdownContenders, formatBreakdown } from './w1-breakdown.js';
+import { measureServerTime } from './w1-server-time.js';
 import type { Measurement } from './stats.js';
 import { W1, W2, WORKLOADS } from './workloads.js';
 
@@ -81,7 +82,8 @@ const handoffCount = (): number => positiveNumber('BENCH_HANDOFFS', '100', true)
 /** W1 for the floor, the bare rows of a grant and the library: where an uncontended grant's time goes. */
 async function measureBreakdown(database: BenchDatabase, plan: BenchPlan): Promise<string[]> {
   const measurements = await runWorkload(database, W1, plan, breakdownContenders(database.url), 'W1 breakdown');
-  return [formatTable(measurements), '', ...formatBreakdown(measurements)];
+  const serverTime = await measureServerTime(database, measurements);
+  return [formatTable(measurements), '', ...formatBreakdown(measurements), '', ...serverTime];
 }
 
 /** `BENCH_ONLY=groups`: the group-size table alone. */
