@@ -19,7 +19,9 @@ const STEPS: ReadonlyArray<{ readonly from: ContenderId; readonly to: ContenderI
   { from: 'rows-lock-log', to: 'library', adds: 'the checks, the advisory lock and the library itself (client side)' },
 ];
 
-const microseconds = (m: Measurement | undefined): number => 1e6 / (m ? ratesOf(m).acquisitionsPerSecond : Number.NaN);
+/** Time per acquire + release of a measurement, in µs; NaN without one. */
+export const microseconds = (m: Measurement | undefined): number =>
+  1e6 / (m ? ratesOf(m).acquisitionsPerSecond : Number.NaN);
 
 /** The breakdown's table and lines. */
 export function formatBreakdown(measurements: readonly Measurement[]): string[] {

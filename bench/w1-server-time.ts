@@ -6,7 +6,8 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { BenchDatabase } from './bench-database.js';
 import type { ContenderId } from './contenders/contender.js';
-import { type Measurement, ratesOf, spreadOf } from './stats.js';
+import { type Measurement, spreadOf } from './stats.js';
+import { microseconds } from './w1-breakdown.js';
 
 /** Acquire + release cycles per loop, and interleaved rounds (the median is kept). */
 const CYCLES = 4000;
@@ -92,10 +93,7 @@ async function measureServerLoops(database: BenchDatabase): Promise<Map<Contende
 /** The server-time table, set against the W1 breakdown's `measurements` (time per acquire + release). */
 export async function measureServerTime(database: BenchDatabase, measurements: readonly Measurement[]): Promise<string[]> {
   const server = await measureServerLoops(database);
-  const wall = (id: ContenderId): number => {
-    const measurement = measurements.find((m) => m.contenderId === id);
-    return measurement ? 1e6 / ratesOf(measurement).acquisitionsPerSecond : Number.NaN;
-  };
+  const wall = (id: ContenderId): number => microseconds(measurements.find((m) => m.contenderId === id));
   const cell = (value: number): string => (Number.isFinite(value) ? value.toFixed(0) : 'n/a').padStart(9);
   return [
     `Inside the server and outside it (µs per acquire + release; server: the statements in a server-side loop, ` +
