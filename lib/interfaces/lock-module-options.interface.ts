@@ -76,7 +76,10 @@ export interface LockModuleOptions {
    */
   reaperIntervalMs?: number;
   /**
-   * Also reap grants held longer than this, renewed or not; `0` = no limit.
+   * The longest this instance holds one grant, renewed or not; `0` = no limit. The instance's own lease
+   * renewals stop extending a grant past `maxHoldMs` after its acquisition (database time), so its lease ends then and
+   * any reaper frees it; the holder's signal fires first, by `maxHoldMs` on its own monotonic clock. It applies to the
+   * grants of the instance that sets it (set it alike on every instance that should obey it).
    * @default 0
    */
   maxHoldMs?: number;

@@ -8,8 +8,13 @@ import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js'
 
 /** One grant this process holds. */
 interface HeldGrant {
-  /** When its lease may end, on this process's monotonic clock: `leaseMs` after its last renewal was sent. */
+  /**
+   * When its lease may end, on this process's monotonic clock: `leaseMs` after its last renewal was sent, and never
+   * later than `holdDeadline`.
+   */
   deadline: number;
+  /** `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit: Infinity. */
+  readonly holdDeadline: number;
   /** Made when somebody first asks for the grant's signal: most grants never need one. */
   controller: AbortController | null;
   /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
@@ -23,7 +28,9 @@ interface HeldGrant {
  *   `markBusinessDone`) is simply not extended this time.
  * - A watchdog on the monotonic clock marks a grant lost once `leaseMs` have passed since its last renewal (or its
  *   acquisition) was sent without a renewal succeeding since: the database's lease started after that moment, so the
- *   holder is told before anybody else can be granted, whatever the database or the network does.
+ *   holder is told before anybody else can be granted, whatever the database or the network does. With `maxHoldMs`,
+ *   it also marks it lost `maxHoldMs` after its acquisition was sent: the renewals stop extending the lease at
+ *   `maxHoldMs` after the database's (later) acquisition time.
  * - A release that failed is not renewed any more and is retried on every renewal tick; if the database stays away,
  *   the lease ends and any reaper frees it.
  * @internal
@@ -57,8 +64,10 @@ export class LockLeases implements OnModuleDestroy {
 
   /** Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). */
   track(stamp: number, sentAt: number): void {
-    const deadline = sentAt + this.options.leaseMs;
-    this.held.set(stamp, { deadline, controller: null, releasing: false });
+    const { grantLeaseMs, maxHoldMs } = this.options;
+    const holdDeadline = maxHoldMs > 0 ? sentAt + maxHoldMs : Infinity;
+    const deadline = sentAt + grantLeaseMs;
+    this.held.set(stamp, { deadline, holdDeadline, controller: null, releasing: false });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
@@ -134,7 +143,7 @@ export class LockLeases implements OnModuleDestroy {
       // A stamp released (or lost) while the renewal was in flight is no longer tracked, or is being released: a
       // renewal that does not find it then saw the release.
       if (!grant) continue;
-      if (renewed.has(stamp)) grant.deadline = sentAt + this.options.leaseMs;
+      if (renewed.has(stamp)) grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
       else if (!live.has(stamp) && !grant.releasing) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
     }
   }
@@ -159,7 +168,7 @@ export class LockLeases implements OnModuleDestroy {
   private current(stamp: number): HeldGrant | undefined {
     const grant = this.held.get(stamp);
     if (grant && grant.deadline <= LockLeases.now()) {
-      this.lose(stamp, this.expiredReason());
+      this.lose(stamp, this.expiredReason(grant));
       return undefined;
     }
     return grant;
@@ -178,13 +187,16 @@ export class LockLeases implements OnModuleDestroy {
     const now = LockLeases.now();
     let next = Infinity;
     for (const [stamp, grant] of this.held) {
-      if (grant.deadline <= now) this.lose(stamp, this.expiredReason());
+      if (grant.deadline <= now) this.lose(stamp, this.expiredReason(grant));
       else next = Math.min(next, grant.deadline);
     }
     if (next < Infinity) this.armWatchdog(next);
   }
 
-  private expiredReason(): string {
+  private expiredReason(grant: HeldGrant): string {
+    if (grant.deadline >= grant.holdDeadline) {
+      return `it was held for maxHoldMs (${this.options.maxHoldMs} ms): its lease ends, and any reaper frees it`;
+    }
     return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
 }

@@ -105,18 +105,23 @@ export const selectLiveStamps = (count: number, forUpdate: boolean): string =>
     WHERE stamp IN (${placeholders(count)}) AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}
     ${forUpdate ? 'FOR UPDATE SKIP LOCKED' : ''}`;
 
-/** ? lease (ms), then stamps `?…`: extends their leases. */
+/**
+ * ? lease (ms), ? max hold (ms, 0 = none) twice, then stamps `?…`: extends their leases, never past the max hold after
+ * the grant's acquisition (a grant's max hold is its holder's own: the holder is told first).
+ */
 export const renewLeases = (count: number): string =>
-  `UPDATE locking_log SET lease_expires = ${NOW_PLUS_MS}, version = version + 1 WHERE stamp IN (${placeholders(count)})`;
+  `UPDATE locking_log SET version = version + 1,
+     lease_expires = IF(? > 0, LEAST(${NOW_PLUS_MS}, acquired + INTERVAL (? * 1000) MICROSECOND), ${NOW_PLUS_MS})
+   WHERE stamp IN (${placeholders(count)})`;
 
 /**
- * ? max hold (ms, 0 = none) twice, ? batch size: the stale grants that still hold locks (lease ended, or held longer
- * than the max hold), oldest lease first; rows another transaction has locked (a business transaction fencing its
- * grant, a release in progress) are skipped.
+ * ? batch size: the stale grants that still hold locks (lease ended; a max hold ends the lease, see `renewLeases`),
+ * oldest lease first; rows another transaction has locked (a business transaction fencing its grant, a release in
+ * progress) are skipped.
  */
 export const SELECT_STALE = `SELECT g.stamp FROM locking_log g
   WHERE g.stamp IN (SELECT k.stamp FROM locking k) AND g.status IN ${LIVE}
-    AND (g.lease_expires < ${NOW} OR (? > 0 AND g.acquired < ${NOW_MINUS_MS}))
+    AND g.lease_expires < ${NOW}
   ORDER BY g.lease_expires
   LIMIT ?
   FOR UPDATE SKIP LOCKED`;

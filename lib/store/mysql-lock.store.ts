@@ -69,7 +69,7 @@ export class MysqlLockStore extends LockStore {
   }
 
   async tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    const { appId, instance, leaseMs, defaultPermits } = this.options;
+    const { appId, instance, grantLeaseMs, defaultPermits } = this.options;
     // The group comes in its canonical order, sorted by name: the order in which every grant locks its names' rows.
     const names = JSON.stringify(group.map((r) => r.name));
     const modes = JSON.stringify(group.map((r) => MODE_CODE[r.mode]));
@@ -79,7 +79,7 @@ export class MysqlLockStore extends LockStore {
         instance,
         names,
         modes,
-        leaseMs,
+        grantLeaseMs,
         waiter ?? null,
         defaultPermits.write,
         defaultPermits.read,
@@ -91,7 +91,7 @@ export class MysqlLockStore extends LockStore {
 
   /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
   private tryAcquireStatements(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    const { appId, instance, leaseMs } = this.options;
+    const { appId, instance, grantLeaseMs } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
       const names = [...new Set(group.map((r) => r.name))].sort();
@@ -103,7 +103,7 @@ export class MysqlLockStore extends LockStore {
         instance,
         JSON.stringify(group.map((r) => r.name)),
         JSON.stringify(modes),
-        leaseMs,
+        grantLeaseMs,
       ]);
       await tx.write(
         SQL.insertLocks(group.length),
@@ -208,7 +208,7 @@ export class MysqlLockStore extends LockStore {
   }
 
   async renew(stamps: readonly number[]): Promise<RenewOutcome> {
-    const { appId, leaseMs } = this.options;
+    const { appId, leaseMs, maxHoldMs } = this.options;
     if (stamps.length === 0) return { renewed: new Set(), live: new Set() };
     return this.runner.transaction('renewLeases', false, async (tx) => {
       const live = await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, false), [...stamps, appId]);
@@ -217,16 +217,16 @@ export class MysqlLockStore extends LockStore {
       const unlocked = (
         await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, true), [...stamps, appId])
       ).map((row) => Number(row.stamp));
-      if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [leaseMs, ...unlocked]);
+      if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [leaseMs, maxHoldMs, maxHoldMs, ...unlocked]);
       return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
     });
   }
 
   async reap(): Promise<number[]> {
-    const { reaperBatchSize, maxHoldMs } = this.options;
+    const { reaperBatchSize } = this.options;
     const reaped = await this.runner.transaction('reapStaleLocks', false, async (tx) => {
       const stamps = (
-        await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [maxHoldMs, maxHoldMs, reaperBatchSize])
+        await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [reaperBatchSize])
       ).map((row) => Number(row.stamp));
       await tx.write(SQL.DELETE_EXPIRED_WAITERS);
       if (stamps.length === 0) return { stamps, names: [] as string[] };

@@ -71,7 +71,7 @@ export class PostgresHotPath {
   }
 
   private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
-    const { appId, instance, defaultPermits, leaseMs } = this.options;
+    const { appId, instance, defaultPermits, grantLeaseMs } = this.options;
     const [only] = requests;
     const lock = only?.group[0];
     if (requests.length === 1 && only?.group.length === 1 && lock) {
@@ -88,7 +88,7 @@ export class PostgresHotPath {
             only.waiter ?? null,
             defaultPermits.read,
             defaultPermits.write,
-            leaseMs,
+            grantLeaseMs,
           ],
         });
         return Number(result.rows[0]?.stamp ?? 0);
@@ -111,7 +111,7 @@ export class PostgresHotPath {
       lane: this.lane,
       name: 'nestjs_db_locks_try_acquire',
       text: SQL.TRY_ACQUIRE_GROUPS,
-      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
+      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, grantLeaseMs],
     });
     return (result.rows[0]?.stamps ?? []).map(Number);
   }

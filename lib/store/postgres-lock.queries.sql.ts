@@ -46,11 +46,12 @@ export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS r
 export const RELEASE_ONE = `SELECT locking_release_one($1, $2, $3) AS released`;
 
 /**
- * $1 app id, $2 stamps, $3 lease (ms) → `renewed`, the stamps whose lease now ends $3 ms from now, and `live`, those
- * still held with a lease that has not ended (a superset). A row locked by another transaction (a business
- * transaction after markBusinessDone, a release or a reap in progress) is skipped, never waited for: one long business
- * transaction must not hold up the renewal of the instance's other grants. A lease that has ended is never revived:
- * its holder has been told it is lost, and any reaper may free it.
+ * $1 app id, $2 stamps, $3 lease (ms), $4 max hold (ms, 0 = none) → `renewed`, the stamps whose lease was extended (to
+ * $3 ms from now, but never past $4 ms after the grant's acquisition), and `live`, those still held with a lease that
+ * has not ended (a superset). A row locked by another transaction (a business transaction after markBusinessDone, a
+ * release or a reap in progress) is skipped, never waited for: one long business transaction must not hold up the
+ * renewal of the instance's other grants. A lease that has ended is never revived: its holder has been told it is
+ * lost, and any reaper may free it.
  */
 export const RENEW_LEASES = `WITH live AS (
     SELECT stamp FROM locking_log
@@ -60,14 +61,20 @@ export const RENEW_LEASES = `WITH live AS (
      WHERE stamp = ANY ($2::bigint[]) AND app_id = $1 AND status IN ${LIVE} AND lease_expires > now()
      FOR UPDATE SKIP LOCKED),
   renewed AS (
-    UPDATE locking_log l SET lease_expires = now() + $3 * interval '1 millisecond', version = l.version + 1
+    UPDATE locking_log l SET version = l.version + 1,
+           lease_expires = CASE WHEN $4 > 0
+             THEN least(now() + $3 * interval '1 millisecond', l.acquired + $4 * interval '1 millisecond')
+             ELSE now() + $3 * interval '1 millisecond' END
       FROM unlocked u WHERE l.stamp = u.stamp
     RETURNING l.stamp)
   SELECT (SELECT coalesce(array_agg(stamp), '{}') FROM renewed) AS renewed,
          (SELECT coalesce(array_agg(stamp), '{}') FROM live) AS live,
          ${DURABLE_COMMIT}`;
 
-/** $1 batch size, $2 max hold (ms, 0 = none) → the stamps reaped. */
+/**
+ * $1 batch size, $2 max hold (ms, 0 = none) → the stamps reaped. The store passes 0: a grant's max hold is its holder's
+ * own, applied by capping its lease at renewal, so that the holder is told first (another instance's limit it cannot know).
+ */
 export const REAP_STALE = `SELECT locking_reap($1, $2) AS reaped`;
 
 /** $1 app id → lock rows freed; the app's live grants become RECOVERED. */

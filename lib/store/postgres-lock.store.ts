@@ -91,9 +91,9 @@ export class PostgresLockStore extends LockStore {
 
   async renew(stamps: readonly number[]): Promise<RenewOutcome> {
     const result = await this.run<{ renewed: string[]; live: string[] }>('renewLeases', false, {
-      name: 'nestjs_db_locks_renew_v3',
+      name: 'nestjs_db_locks_renew_v4',
       text: SQL.RENEW_LEASES,
-      values: [this.options.appId, stamps, this.options.leaseMs],
+      values: [this.options.appId, stamps, this.options.leaseMs, this.options.maxHoldMs],
     });
     const row = result.rows[0];
     return { renewed: new Set((row?.renewed ?? []).map(Number)), live: new Set((row?.live ?? []).map(Number)) };
@@ -102,7 +102,7 @@ export class PostgresLockStore extends LockStore {
   async reap(): Promise<number[]> {
     const result = await this.run<{ reaped: string[] }>('reapStaleLocks', false, {
       text: SQL.REAP_STALE,
-      values: [this.options.reaperBatchSize, this.options.maxHoldMs],
+      values: [this.options.reaperBatchSize, 0],
     });
     return (result.rows[0]?.reaped ?? []).map(Number);
   }

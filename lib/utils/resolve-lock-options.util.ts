@@ -16,6 +16,8 @@ export interface ResolvedLockOptions {
   readonly renewIntervalMs: number;
   readonly reaperIntervalMs: number;
   readonly maxHoldMs: number;
+  /** The lease a new grant starts with: `leaseMs`, or `maxHoldMs` when that is shorter. */
+  readonly grantLeaseMs: number;
   readonly logRetentionMs: number;
   readonly reaperBatchSize: number;
   readonly instance: string;
@@ -41,6 +43,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   }
   const retry = options.retry ?? {};
   const leaseMs = integerOption('leaseMs', options.leaseMs, 30_000, 100, MAX_INTERVAL_MS);
+  const maxHoldMs = integerOption('maxHoldMs', options.maxHoldMs, 0, 0, Number.MAX_SAFE_INTEGER);
   const instance = options.instance ?? `${hostname()}:${process.pid}`;
   if (typeof instance !== 'string' || instance.length < 1 || instance.length > 200) {
     throw new LockConfigurationError(`LockModule option instance must be 1-200 characters (got ${String(instance)})`);
@@ -68,7 +71,8 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     leaseMs,
     renewIntervalMs: integerOption('renewIntervalMs', options.renewIntervalMs, Math.floor(leaseMs / 3), 10, leaseMs - 1),
     reaperIntervalMs: integerOption('reaperIntervalMs', options.reaperIntervalMs, 10_000, 0, MAX_INTERVAL_MS),
-    maxHoldMs: integerOption('maxHoldMs', options.maxHoldMs, 0, 0, Number.MAX_SAFE_INTEGER),
+    maxHoldMs,
+    grantLeaseMs: maxHoldMs > 0 ? Math.min(leaseMs, maxHoldMs) : leaseMs,
     logRetentionMs: integerOption('logRetentionMs', options.logRetentionMs, 7 * 24 * 3_600_000, 0, Number.MAX_SAFE_INTEGER),
     reaperBatchSize: integerOption('reaperBatchSize', options.reaperBatchSize, 100, 1, 10_000),
     instance,

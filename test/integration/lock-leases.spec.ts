@@ -169,19 +169,36 @@ for (const dialect of DIALECTS) dialect.describe(`lock log, leases and the reape
     expect(await lockRows(db)).toEqual([]);
   });
 
-  it('reaps grants held past maxHoldMs even while renewed, and prunes old log rows', async () => {
-    const holder = await start(db.url, { appId: 'hog', leaseMs: 60_000, renewIntervalMs: 50, reaperIntervalMs: 0 });
-    const reaper = await start(db.url, {
-      appId: 'strict',
-      maxHoldMs: 300,
-      reaperIntervalMs: 100,
-      logRetentionMs: 500,
-    });
+  it('ends a grant held past its maxHoldMs even while renewed, and prunes old log rows', async () => {
+    const holder = await start(db.url, { appId: 'hog', leaseMs: 60_000, renewIntervalMs: 50, maxHoldMs: 300, reaperIntervalMs: 0 });
+    const reaper = await start(db.url, { appId: 'strict', reaperIntervalMs: 100, logRetentionMs: 500 });
     const stamp = await holder.locks.tryLocks(['HOG_WRITE']);
     await until(async () => (await logRows())[0]?.status === 'REAPED');
-    await until(() => !holder.locks.isHeld(stamp));
+    expect(holder.locks.isHeld(stamp)).toBe(false);
     await until(async () => (await logRows()).length === 0); // pruned once older than logRetentionMs
     expect(await reaper.locks.tryLocks(['HOG_WRITE'])).toBeGreaterThan(0);
+  });
+
+  it('a holder past its maxHoldMs is told before another instance is granted its lock', async () => {
+    // Renewal every 100 ms keeps the lease alive: only maxHoldMs can end the grant; another instance asks all along.
+    const holder = await start(db.url, { appId: 'capped', leaseMs: 5_000, renewIntervalMs: 100, maxHoldMs: 1_000, reaperIntervalMs: 0 });
+    const other = await start(db.url, { appId: 'eager', reaperIntervalMs: 20 });
+    const stamp = await holder.locks.tryLocks(['CAPPED_WRITE']);
+    const signal = holder.locks.getSignal(stamp);
+    let toldAt = Infinity;
+    signal.addEventListener('abort', () => (toldAt = performance.now()));
+    let granted = 0;
+    let heldWhenGranted: boolean | undefined;
+    while (granted === 0) {
+      granted = await other.locks.tryLocks(['CAPPED_WRITE']);
+      if (granted > 0) heldWhenGranted = holder.locks.isHeld(stamp) && !signal.aborted;
+      else await sleep(5);
+    }
+    const grantedAt = performance.now();
+    expect(heldWhenGranted).toBe(false);
+    expect(toldAt).toBeLessThan(grantedAt);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    expect((signal.reason as Error).message).toMatch(/maxHoldMs \(1000 ms\)/);
   });
 
   it('prunes a backlog far larger than a batch in one run, split between instances, keeping young and live rows', async () => {
