@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AppIdInUseError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type InstanceSession } from '../store/lock.store.js';
@@ -21,7 +21,7 @@ const CLAIM_ATTEMPTS = 3;
  * @internal
  */
 @Injectable()
-export class InstanceLock implements OnModuleDestroy {
+export class InstanceLock {
   private readonly logger = new Logger('LockModule');
   private session?: InstanceSession;
   private fenced?: AppIdInUseError;
@@ -62,7 +62,11 @@ export class InstanceLock implements OnModuleDestroy {
     return this.reclaiming;
   }
 
-  onModuleDestroy(): void {
+  /**
+   * Gives the app id up, at the very end of shutdown, once no grant of this instance is held (`app.close()` keeps it
+   * while the locked calls under way run: a same-`appId` process started meanwhile is refused).
+   */
+  release(): void {
     this.closed = true;
     this.session?.close();
     this.session = undefined;

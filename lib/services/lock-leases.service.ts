@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
@@ -36,7 +36,7 @@ interface HeldGrant {
  * @internal
  */
 @Injectable()
-export class LockLeases implements OnModuleDestroy {
+export class LockLeases {
   private readonly logger = new Logger('LockModule');
   private readonly held = new Map<number, HeldGrant>();
   /** Stamps whose release failed, to release again. */
@@ -159,7 +159,13 @@ export class LockLeases implements OnModuleDestroy {
     );
   }
 
-  onModuleDestroy(): void {
+  /** The stamps this process holds. */
+  stamps(): number[] {
+    return [...this.held.keys()];
+  }
+
+  /** Stops the watchdog, at the very end of shutdown (nothing is held any more). */
+  stop(): void {
     clearTimeout(this.watchdog);
     this.watchdogAt = Infinity;
   }

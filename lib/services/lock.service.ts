@@ -30,6 +30,7 @@ import type {
 } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
+import { LockTasksRegistrar } from '../tasks/lock-tasks.registrar.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import {
   assertLimit,
@@ -101,6 +102,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
     private readonly health: LockHealthCheck,
     private readonly telemetry: LockTelemetry,
     private readonly dataSources: LockDataSources,
+    private readonly tasks: LockTasksRegistrar,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -137,10 +139,26 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
   /**
    * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
    * destroys it in the next phase, `onApplicationShutdown`); a call cut there would keep its locks until its lease
-   * expired. @internal
+   * expired. Meanwhile their leases are renewed and the app id stays held (a same-`appId` process is refused). Then the
+   * renewal stops; a grant still held outside a locked call (an imperative `tryLocks`) is reported lost to its holder,
+   * then released; and last the app id is given up. @internal
    */
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.calls]);
+    await this.tasks.stop();
+    await Promise.allSettled(this.leases.stamps().map((stamp) => this.releaseAtShutdown(stamp)));
+    this.leases.stop();
+    this.instanceLock.release();
+  }
+
+  /** Tells the holder of a grant still held at the end of shutdown, then releases it. */
+  private async releaseAtShutdown(stamp: number): Promise<void> {
+    this.leases.lose(stamp, 'the application shut down while it was still held; it is released');
+    try {
+      await this.store.release(stamp);
+    } catch (error) {
+      this.logger.warn(`Releasing stamp ${stamp} at shutdown failed (${(error as Error).message}); its lease ends it`);
+    }
   }
 
   /** @internal */

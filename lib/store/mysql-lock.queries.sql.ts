@@ -106,8 +106,8 @@ export const selectLiveStamps = (count: number, forUpdate: boolean): string =>
     ${forUpdate ? 'FOR UPDATE SKIP LOCKED' : ''}`;
 
 /**
- * ? lease (ms), ? max hold (ms, 0 = none) twice, then stamps `?…`: extends their leases, never past the max hold after
- * the grant's acquisition (a grant's max hold is its holder's own: the holder is told first).
+ * ? max hold (ms, 0 = none), ? lease (ms), ? max hold, ? lease, then stamps `?…`: extends their leases, never past the
+ * max hold after the grant's acquisition (a grant's max hold is its holder's own: the holder is told first).
  */
 export const renewLeases = (count: number): string =>
   `UPDATE locking_log SET version = version + 1,

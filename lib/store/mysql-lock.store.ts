@@ -217,7 +217,7 @@ export class MysqlLockStore extends LockStore {
       const unlocked = (
         await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, true), [...stamps, appId])
       ).map((row) => Number(row.stamp));
-      if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [leaseMs, maxHoldMs, maxHoldMs, ...unlocked]);
+      if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [maxHoldMs, leaseMs, maxHoldMs, leaseMs, ...unlocked]);
       return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
     });
   }

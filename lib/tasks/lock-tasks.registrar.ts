@@ -23,15 +23,22 @@ interface Task {
 
 /**
  * Registers the library's periodic tasks with the application's `SchedulerRegistry` at bootstrap (their periods
- * come from the options, which decorators could not know) and removes them at shutdown: the permits refresh, the
- * lease renewal, and the reaper. Each task runs one at a time: a slow database never piles up overlapping runs.
+ * come from the options, which decorators could not know): the permits refresh, the lease renewal, and the reaper.
+ * Each task runs one at a time: a slow database never piles up overlapping runs.
+ *
+ * Shutdown has two steps. When `app.close()` begins (`onModuleDestroy`), the tasks leave the registry (the schedule
+ * module clears it in the next phase) and only the lease renewal goes on, on a timer of its own, for as long as the
+ * locked calls under way run: their grants stay renewed and the app id stays held. `stop()`, called once the last of
+ * them has ended, stops it and awaits the run in flight.
  * @internal
  */
 @Injectable()
 export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('LockModule');
   private readonly tasks: Task[];
-  private readonly running = new Set<string>();
+  /** The run in flight of each task, by name. */
+  private readonly running = new Map<string, Promise<void>>();
+  private shutdownRenewal?: NodeJS.Timeout;
 
   constructor(
     permitsCache: LockPermitsCache,
@@ -79,23 +86,39 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
     }
   }
 
+  /** Shutdown has begun: every task leaves the registry; the lease renewal goes on, on a timer of its own. */
   onModuleDestroy(): void {
     for (const task of this.tasks) {
       if (this.registry?.doesExist('interval', task.name)) this.registry.deleteInterval(task.name);
     }
+    const renewal = this.tasks.find((task) => task.name.endsWith(':lease-renewal'));
+    if (renewal && !this.shutdownRenewal) {
+      this.shutdownRenewal = setInterval(() => void this.runOnce(renewal), renewal.every);
+      this.shutdownRenewal.unref(); // the calls it protects keep the process alive, not the renewal
+    }
+  }
+
+  /** Stops the lease renewal that `onModuleDestroy` kept going, and awaits every task run in flight. */
+  async stop(): Promise<void> {
+    clearInterval(this.shutdownRenewal);
+    await Promise.allSettled([...this.running.values()]);
   }
 
   /** Runs `task` unless its previous run is still going (a slow database never piles up overlapping runs). */
-  private async runOnce(task: Task): Promise<void> {
-    if (this.running.has(task.name)) return;
-    this.running.add(task.name);
-    try {
-      await task.run();
-    } catch (error) {
-      this.logger.error(`${task.name} failed: ${(error as Error).message}`);
-    } finally {
-      this.running.delete(task.name);
-    }
+  private runOnce(task: Task): Promise<void> {
+    const inFlight = this.running.get(task.name);
+    if (inFlight) return inFlight;
+    const run = (async () => {
+      try {
+        await task.run();
+      } catch (error) {
+        this.logger.error(`${task.name} failed: ${(error as Error).message}`);
+      } finally {
+        this.running.delete(task.name);
+      }
+    })();
+    this.running.set(task.name, run);
+    return run;
   }
 }
 
