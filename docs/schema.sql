@@ -17,6 +17,14 @@ CREATE TABLE locking (
 ALTER TABLE locking SET (autovacuum_vacuum_scale_factor=0, autovacuum_vacuum_threshold=1000, autovacuum_vacuum_cost_delay=0);
 CREATE INDEX locking_stamp_idx ON public.locking USING btree (stamp);
 
+CREATE TABLE locking_instances (
+  app_id character varying(200) NOT NULL,
+  instance character varying(200) NOT NULL,
+  process_key character varying(300),
+  claimed timestamp with time zone NOT NULL DEFAULT now(),
+  CONSTRAINT locking_instances_pkey PRIMARY KEY (app_id)
+);
+
 CREATE TABLE locking_log (
   stamp bigint NOT NULL,
   app_id character varying(200) NOT NULL,

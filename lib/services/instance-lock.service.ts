@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AppIdInUseError } from '../errors/index.js';
+import { AppIdInUseError, LockTablesMissingError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type InstanceSession } from '../store/lock.store.js';
+import { isProcessGone, processKey } from '../utils/process-identity.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { LockLeases } from './lock-leases.service.js';
 
@@ -44,10 +45,32 @@ export class InstanceLock {
     return this.fenced;
   }
 
-  /** Takes the app id at start-up. @throws AppIdInUseError */
-  async claim(): Promise<void> {
+  /**
+   * Takes the app id at start-up and records this process as its holder.
+   * @returns whether the previous life of this app id is provably over (it ran on this machine and its process is
+   *   gone): only then may start-up recovery free its grants at once. Its session may also have ended while it still
+   *   runs (a terminated backend, an idle timeout, a failover, another machine): its grants then end with their
+   *   leases, after its own watchdog told it.
+   * @throws AppIdInUseError
+   */
+  async claim(): Promise<boolean> {
     this.session = await this.store.claimAppId();
     if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
+    return isProcessGone(await this.record());
+  }
+
+  /**
+   * Records this process as the app id's holder; the previous holder's key. A database whose migrations have not
+   * added `locking_instances` yet (a rolling deploy ahead of them) proves nothing: undefined.
+   */
+  private async record(): Promise<string | null | undefined> {
+    try {
+      return await this.store.recordInstance(processKey() ?? null);
+    } catch (error) {
+      if (!(error instanceof LockTablesMissingError)) throw error;
+      this.logger.warn('Table locking_instances is missing (run the lock migrations): start-up recovery waits for leases');
+      return undefined;
+    }
   }
 
   /**
@@ -100,6 +123,7 @@ export class InstanceLock {
     }
     if (session) {
       this.session = session;
+      await this.record().catch(() => undefined); // its own key again: informative only
       this.logger.warn(`Instance lock of app "${this.options.appId}" taken again after its connection broke`);
       return;
     }

@@ -111,19 +111,35 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
   }
 
   /**
-   * Claims the `appId` (refusing to start next to a live twin), frees what it left behind in a previous life, then
-   * loads the permits cache. @internal
+   * Claims the `appId` (refusing to start next to a live twin), frees what it left behind in a previous life when that
+   * life is provably over, then loads the permits cache. @internal
    */
   async onModuleInit(): Promise<void> {
-    await this.instanceLock.claim();
-    if (this.options.releaseOnStartup) {
-      const freed = await this.releaseAllLocks();
-      if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
-    }
+    const previousLifeOver = await this.instanceLock.claim();
+    if (this.options.releaseOnStartup) await this.recoverPreviousLife(previousLifeOver);
     await this.permitsCache.refresh();
     const { leases, waits, store } = this;
     this.telemetry.observe({ held: () => leases.size, waiters: () => waits.size, retries: () => store.retries });
     LockServiceHost.register(this);
+  }
+
+  /**
+   * Frees the grants of this `appId`'s previous life at once when it is provably over; otherwise (its process may
+   * still run, its session having ended) leaves them to their leases: its watchdog tells it first, then a reaper.
+   */
+  private async recoverPreviousLife(provablyOver: boolean): Promise<void> {
+    if (provablyOver) {
+      const freed = await this.releaseAllLocks();
+      if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
+      return;
+    }
+    const left = await this.store.listGrants({ appId: this.appId });
+    if (left.length === 0) return;
+    this.logger.warn(
+      `${left.length} grant(s) of a previous run of app "${this.appId}" are left to their leases (at most ` +
+        `${this.options.leaseMs} ms): its process cannot be proven gone from here (another machine or container, or ` +
+        'a session that ended while it ran); a reaper frees them once their leases end',
+    );
   }
 
   /**

@@ -80,6 +80,12 @@ export abstract class LockStore {
   abstract markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean>;
   /** Opens the instance session and takes the instance lock on this app id; undefined when a live twin holds it. */
   abstract claimAppId(): Promise<InstanceSession | undefined>;
+  /**
+   * Records this process (its `processKey`, or null where it has none) as the holder of the app id, called while it
+   * holds the instance lock; returns the key the previous holder recorded (null: it had none), undefined when no
+   * process ever recorded one.
+   */
+  abstract recordInstance(processKey: string | null): Promise<string | null | undefined>;
   /** The pid of the server process holding this app id's instance lock; undefined when nobody holds it. */
   abstract appIdHolderPid(): Promise<number | undefined>;
   /**

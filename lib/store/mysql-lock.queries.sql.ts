@@ -230,3 +230,11 @@ export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode,
 
 /** ? name, ? mode ('R'/'W'). */
 export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = ? AND mode = ?`;
+
+/** ? app id → the process key its previous holder recorded (no row: none ever did). */
+export const SELECT_INSTANCE_KEY = `SELECT process_key FROM locking_instances WHERE app_id = ?`;
+
+/** ? app id, ? instance, ? process key (or null), then instance and key again: this process holds the app id now. */
+export const RECORD_INSTANCE = `INSERT INTO locking_instances (app_id, instance, process_key, claimed)
+  VALUES (?, ?, ?, ${NOW})
+  ON DUPLICATE KEY UPDATE instance = ?, process_key = ?, claimed = ${NOW}`;

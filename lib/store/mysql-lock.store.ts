@@ -270,6 +270,13 @@ export class MysqlLockStore extends LockStore {
     }
   }
 
+  async recordInstance(processKey: string | null): Promise<string | null | undefined> {
+    const { appId, instance } = this.options;
+    const previous = await this.runner.select<{ process_key: string | null }>('claimAppId', SQL.SELECT_INSTANCE_KEY, [appId]);
+    await this.runner.write('claimAppId', SQL.RECORD_INSTANCE, [appId, instance, processKey, instance, processKey]);
+    return previous.length === 0 ? undefined : (previous[0]?.process_key ?? null);
+  }
+
   async appIdHolderPid(): Promise<number | undefined> {
     const [row] = await this.runner.select<{ pid: number | string | null }>('claimAppId', SQL.SELECT_APP_ID_HOLDER_PID, [
       this.options.appId,

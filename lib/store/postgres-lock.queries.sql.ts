@@ -155,3 +155,11 @@ export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode,
 
 /** $1 name, $2 mode ('R'/'W'). */
 export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = $1 AND mode = $2`;
+
+/** $1 app id → the process key its previous holder recorded (no row: none ever did). */
+export const SELECT_INSTANCE_KEY = `SELECT process_key FROM locking_instances WHERE app_id = $1`;
+
+/** $1 app id, $2 instance, $3 process key (or null): this process holds the app id now. */
+export const RECORD_INSTANCE = `INSERT INTO locking_instances (app_id, instance, process_key, claimed)
+  VALUES ($1, $2, $3, now())
+  ON CONFLICT (app_id) DO UPDATE SET instance = $2, process_key = $3, claimed = now()`;

@@ -141,6 +141,16 @@ export class PostgresLockStore extends LockStore {
     }
   }
 
+  async recordInstance(processKey: string | null): Promise<string | null | undefined> {
+    const { appId, instance } = this.options;
+    const previous = await this.run<{ process_key: string | null }>('claimAppId', false, {
+      text: SQL.SELECT_INSTANCE_KEY,
+      values: [appId],
+    });
+    await this.run('claimAppId', false, { text: SQL.RECORD_INSTANCE, values: [appId, instance, processKey] });
+    return previous.rows.length === 0 ? undefined : (previous.rows[0]?.process_key ?? null);
+  }
+
   async appIdHolderPid(): Promise<number | undefined> {
     const result = await this.run<{ pid: number }>('claimAppId', false, {
       text: SQL.SELECT_APP_ID_HOLDER_PID,
