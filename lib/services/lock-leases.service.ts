@@ -15,6 +15,13 @@ interface HeldGrant {
   deadline: number;
   /** `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit: Infinity. */
   readonly holdDeadline: number;
+  /**
+   * `deadline` on the wall clock (`Date.now()`): the monotonic clock stops while the machine is suspended, the wall
+   * clock does not, and neither does the database's. The grant is lost when either clock says its lease may be over.
+   */
+  wallDeadline: number;
+  /** `holdDeadline` on the wall clock. */
+  readonly wallHoldDeadline: number;
   /** Made when somebody first asks for the grant's signal: most grants never need one. */
   controller: AbortController | null;
   /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
@@ -62,12 +69,21 @@ export class LockLeases {
     return performance.now();
   }
 
+  /** Now on the wall clock, which goes on while the machine is suspended. */
+  static wallNow(): number {
+    return Date.now();
+  }
+
   /** Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). */
   track(stamp: number, sentAt: number): void {
     const { grantLeaseMs, maxHoldMs } = this.options;
     const holdDeadline = maxHoldMs > 0 ? sentAt + maxHoldMs : Infinity;
     const deadline = sentAt + grantLeaseMs;
-    this.held.set(stamp, { deadline, holdDeadline, controller: null, releasing: false });
+    // The wall clock when the acquisition was sent: read now, shifted back by the time since (monotonic).
+    const wallSentAt = LockLeases.wallNow() - (LockLeases.now() - sentAt);
+    const wallDeadline = wallSentAt + grantLeaseMs;
+    const wallHoldDeadline = maxHoldMs > 0 ? wallSentAt + maxHoldMs : Infinity;
+    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
@@ -128,7 +144,10 @@ export class LockLeases {
       this.failingSince = undefined; // nothing to renew: nothing fails
       return;
     }
+    // After a suspend, the watchdog's timer (monotonic) has not fired yet: the wall clock tells first.
+    this.checkDeadlines();
     const sentAt = LockLeases.now();
+    const wallSentAt = LockLeases.wallNow();
     let outcome: RenewOutcome;
     try {
       outcome = await this.store.renew(stamps);
@@ -143,7 +162,10 @@ export class LockLeases {
       // A stamp released (or lost) while the renewal was in flight is no longer tracked, or is being released: a
       // renewal that does not find it then saw the release.
       if (!grant) continue;
-      if (renewed.has(stamp)) grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
+      if (renewed.has(stamp)) {
+        grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
+        grant.wallDeadline = Math.min(wallSentAt + this.options.leaseMs, grant.wallHoldDeadline);
+      }
       else if (!live.has(stamp) && !grant.releasing) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
     }
   }
@@ -173,7 +195,7 @@ export class LockLeases {
   /** The grant if it is held and its deadline has not passed (then it is lost now, whatever the timer does). */
   private current(stamp: number): HeldGrant | undefined {
     const grant = this.held.get(stamp);
-    if (grant && grant.deadline <= LockLeases.now()) {
+    if (grant && isOver(grant, LockLeases.now(), LockLeases.wallNow())) {
       this.lose(stamp, this.expiredReason(grant));
       return undefined;
     }
@@ -191,18 +213,27 @@ export class LockLeases {
   private checkDeadlines(): void {
     this.watchdogAt = Infinity;
     const now = LockLeases.now();
+    const wallNow = LockLeases.wallNow();
     let next = Infinity;
     for (const [stamp, grant] of this.held) {
-      if (grant.deadline <= now) this.lose(stamp, this.expiredReason(grant));
+      if (isOver(grant, now, wallNow)) this.lose(stamp, this.expiredReason(grant));
       else next = Math.min(next, grant.deadline);
     }
     if (next < Infinity) this.armWatchdog(next);
   }
 
   private expiredReason(grant: HeldGrant): string {
+    if (grant.deadline > LockLeases.now()) {
+      return `the wall clock passed its lease end while this process's monotonic clock did not (a suspended machine?): it may have been reaped`;
+    }
     if (grant.deadline >= grant.holdDeadline) {
       return `it was held for maxHoldMs (${this.options.maxHoldMs} ms): its lease ends, and any reaper frees it`;
     }
     return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
+}
+
+/** Whether a grant's lease may be over: by the monotonic clock, or by the wall clock (a suspend stops only the first). */
+function isOver(grant: HeldGrant, now: number, wallNow: number): boolean {
+  return grant.deadline <= now || grant.wallDeadline <= wallNow;
 }

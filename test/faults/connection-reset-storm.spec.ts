@@ -48,6 +48,7 @@ for (const dialect of DIALECTS) dialect.describe(`connections reset again and ag
     const load = startLoad([proxied.locks, direct.locks], {
       names: ['L1', 'L2', 'L3'],
       workers: 3,
+      longHoldMs: 3 * LEASE_MS, // held through several renewals, resets and reapers
       permits: (name) => direct.locks.getLockPermits(name),
     });
     try {

@@ -44,7 +44,12 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`a database restart 
   const startWorkers = () =>
     startLoad(
       apps.map((app) => app.locks),
-      { names: ['F1', 'F2', 'F3'], workers: 3, permits: (name) => apps[0]!.locks.getLockPermits(name) },
+      {
+        names: ['F1', 'F2', 'F3'],
+        workers: 3,
+        permits: (name) => apps[0]!.locks.getLockPermits(name),
+        longHoldMs: 2.5 * LEASE_MS, // held through the outage, renewals and reapers
+      },
     );
 
   it('shorter than the lease: holders keep their grants, every instance resumes, nothing is granted twice', async () => {

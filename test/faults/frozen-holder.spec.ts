@@ -47,6 +47,7 @@ for (const dialect of DIALECTS) dialect.describe(`a frozen holder (${dialect.nam
     const load = startLoad([watcher.locks, worker.locks], {
       names: ['Z1', 'Z2', 'Z3'],
       workers: 2,
+      longHoldMs: 3 * LEASE_MS, // held through several renewals, resets and reapers
       permits: (name) => watcher.locks.getLockPermits(name),
     });
     try {

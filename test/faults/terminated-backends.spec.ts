@@ -65,6 +65,7 @@ describe('terminated backends', () => {
     const load = startLoad([t1, t2], {
       names: ['B1', 'B2', 'B3'],
       workers: 3,
+      longHoldMs: 2.5 * LEASE_MS, // held through the terminations, renewals and reapers
       permits: (name) => t1.getLockPermits(name),
     });
     try {

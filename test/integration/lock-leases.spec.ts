@@ -201,6 +201,23 @@ for (const dialect of DIALECTS) dialect.describe(`lock log, leases and the reape
     expect((signal.reason as Error).message).toMatch(/maxHoldMs \(1000 ms\)/);
   });
 
+  it('a holder whose machine was suspended past its lease is told at once, before its next renewal', async () => {
+    // A suspend stops the monotonic clock, not the wall clock (nor the database's): seen from the process, the wall
+    // clock jumps. Renewals are far apart, so only the wall clock can tell it in time.
+    const holder = await start(db.url, { appId: 'sleeper', leaseMs: 2_000, renewIntervalMs: 1_900, reaperIntervalMs: 0 });
+    const stamp = await holder.locks.tryLocks(['SLEEPER_WRITE']);
+    const signal = holder.locks.getSignal(stamp);
+    const realNow = Date.now;
+    Date.now = () => realNow() + 60_000;
+    try {
+      expect(holder.locks.isHeld(stamp)).toBe(false);
+      expect(signal.aborted).toBe(true);
+      expect((signal.reason as Error).message).toMatch(/wall clock passed its lease end/);
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
   it('prunes a backlog far larger than a batch in one run, split between instances, keeping young and live rows', async () => {
     const options = { reaperIntervalMs: 60_000, logRetentionMs: 3_600_000 }; // the task stays out of the way
     const a = await start(db.url, { appId: 'pruner-a', ...options });

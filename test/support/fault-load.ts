@@ -26,24 +26,29 @@ function randomGroup(names: readonly string[]): LockRequest[] {
 
 /**
  * Real concurrent load for the fault tests: `workers` loops per instance take random groups of `names`, hold them a
- * few milliseconds and release them, while faults happen. Every holder obeys its grant's signal: it stops holding
- * the moment the signal fires. The checker sees each holding window, so any overlap beyond the permits is a grant
- * that was wrong. `stop()` ends the loops and resolves with what they saw.
+ * few milliseconds and release them, while faults happen. With `longHoldMs`, one more loop, on the first instance,
+ * takes one name at a time and holds it that long (several leases: through renewals, faults and reapers) while the
+ * others keep asking for it. Every holder obeys
+ * its grant's signal: it stops holding the moment the signal fires. The checker sees each holding window from the
+ * holder's side (from `tryLocks` returning to its release or its signal), so any overlap beyond the permits is a
+ * holder that was not told before another was granted. `stop()` ends the loops and resolves with what they saw.
  */
 export function startLoad(
   instances: readonly LockService[],
-  options: { names: readonly string[]; workers: number; permits: (name: string) => LockPermits },
+  options: { names: readonly string[]; workers: number; permits: (name: string) => LockPermits; longHoldMs?: number },
 ): { readonly report: LoadReport; stop(): Promise<LoadReport> } {
   const checker = new GrantChecker(options.permits);
   const report: LoadReport = { violations: checker.violations, untyped: [], granted: 0, lost: 0, failed: 0 };
   let running = true;
+  let stopped!: () => void;
+  const stopping = new Promise<void>((resolve) => (stopped = resolve));
   const noteError = (error: unknown) => {
     if (error instanceof LockError) report.failed++;
     else report.untyped.push(error);
   };
-  const worker = async (locks: LockService) => {
+  const worker = async (locks: LockService, holdMs?: number) => {
     while (running) {
-      const group = randomGroup(options.names);
+      const group = holdMs ? randomGroup(options.names).slice(0, 1) : randomGroup(options.names);
       let stamp = 0;
       try {
         stamp = await locks.tryLocks(group);
@@ -73,7 +78,12 @@ export function startLoad(
         report.lost++;
         leave();
       }
-      await sleep(Math.random() * 10);
+      if (holdMs) {
+        const told = new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+        await Promise.race([sleep(holdMs), told, stopping]);
+      } else {
+        await sleep(Math.random() * 10);
+      }
       leave();
       try {
         await locks.releaseLocks(stamp);
@@ -83,10 +93,12 @@ export function startLoad(
     }
   };
   const loops = instances.flatMap((locks) => Array.from({ length: options.workers }, () => worker(locks)));
+  if (options.longHoldMs && instances[0]) loops.push(worker(instances[0], options.longHoldMs));
   return stoppedAfterEach({
     report,
     async stop() {
       running = false;
+      stopped();
       await Promise.all(loops);
       return report;
     },
