@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+import { LockTasksRegistrar } from '../../lib/tasks/lock-tasks.registrar.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { until } from '../support/until.js';
 import { connectClient } from '../support/test-database.js';
@@ -47,15 +48,43 @@ describe('durability of grants', () => {
     const victim = await connectClient(server.url);
     const [{ pid }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
     process.kill(pid, 'SIGKILL'); // the postmaster resets and replays the WAL that reached the disk
+    // Read before the application closes: its close releases what it holds once the server is back.
+    const rows = await readAfterRecovery<{ stamp: string }>('SELECT stamp FROM locking');
+    expect(rows).toEqual([{ stamp: String(stamp) }]);
     await app.close();
     app = undefined;
+  });
 
-    let rows: Array<{ stamp: string }> = [];
+  it('a lease renewal made on a session with synchronous_commit = off survives a crash of the server', async () => {
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c synchronous_commit=off');
+    app = await createLockApp(url.toString(), { appId: 'renewing', leaseMs: 600_000, renewIntervalMs: 100, reaperIntervalMs: 0 });
+    const stamp = await app.locks.tryLocks(['RENEWED_WRITE']);
+    const leaseOf = async () =>
+      (await readAfterRecovery<{ lease: string }>(`SELECT lease_expires::text AS lease FROM locking_log WHERE stamp = ${stamp}`))[0]?.lease;
+    const granted = await leaseOf();
+    await until(async () => (await leaseOf()) !== granted); // a renewal committed
+    // No renewal after this point: what the crash keeps is the last one committed before it.
+    const tasks = app.app.get(LockTasksRegistrar);
+    tasks.onModuleDestroy(); // the tasks leave the registry
+    await tasks.stop(); // and the renewal that shutdown keeps going stops
+    const renewed = await leaseOf();
+    const victim = await connectClient(server.url);
+    const [{ pid }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+    process.kill(pid, 'SIGKILL');
+    expect(await leaseOf()).toBe(renewed);
+    await app.close();
+    app = undefined;
+  });
+
+  /** Runs `sql` on a connection of its own once the server accepts connections again (after its crash recovery). */
+  async function readAfterRecovery<R extends Record<string, unknown>>(sql: string): Promise<R[]> {
+    let rows: R[] = [];
     await until(async () => {
       try {
         const reader = await connectClient(server.url);
         try {
-          rows = (await reader.query<{ stamp: string }>('SELECT stamp FROM locking')).rows;
+          rows = (await reader.query<R>(sql)).rows;
           return true;
         } finally {
           await reader.end();
@@ -64,6 +93,6 @@ describe('durability of grants', () => {
         return false; // still in recovery
       }
     }, 30_000);
-    expect(rows).toEqual([{ stamp: String(stamp) }]);
-  });
+    return rows;
+  }
 });
