@@ -11,6 +11,8 @@ import {
   type LockModuleOptions,
 } from 'nestjs-db-locks';
 import pg from 'pg';
+import { InstanceLock } from '../../lib/services/instance-lock.service.js';
+import { LockStore } from '../../lib/store/lock.store.js';
 import { createLockApp } from '../support/lock-app.js';
 import { until } from '../support/until.js';
 import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -207,7 +209,8 @@ describe('database failures become typed errors', () => {
   });
 
   it('acquires and releases on the instance session while it lives, and on the pool while it is gone', async () => {
-    const app = await createLockApp(db.url, { appId: 'lane', renewIntervalMs: 100 });
+    // Renewals far apart: nothing takes the app id back behind the test's back.
+    const app = await createLockApp(db.url, { appId: 'lane', leaseMs: 120_000, renewIntervalMs: 60_000 });
     const instanceSession = async () =>
       (
         await db.query<{ pid: number; query: string }>(
@@ -227,13 +230,19 @@ describe('database failures become typed errors', () => {
       expect(first?.query).toContain('locking_release_one(');
 
       await db.query('SELECT pg_terminate_backend($1)', [first!.pid]);
-      await until(async () => (await instanceSession())?.pid !== first!.pid);
-      const meanwhile = await app.locks.tryLocks(['LANE_WRITE']); // the pool serves while the session is gone
+      await until(() => !app.app.get(InstanceLock).held); // the process saw its session end (not taken back yet)
+      // A statement of the hot path sent while the session is gone (as one sent just as it breaks): the pool serves it.
+      const meanwhile = await app.app.get(LockStore).tryAcquire([{ name: 'LANE', mode: 'write' }]);
       expect(meanwhile).toBeGreaterThan(stamp);
-      await app.locks.releaseLocks(meanwhile);
+      expect(await instanceSession()).toBeUndefined();
+      const pooled = await db.query<{ query: string }>(
+        `SELECT query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+            AND application_name NOT LIKE 'nestjs-db-locks %' AND query LIKE '%locking_try_acquire_one(%'`,
+      );
+      expect(pooled).toHaveLength(1);
+      expect(await app.app.get(LockStore).release(meanwhile)).toBe(true);
 
-      await until(async () => (await instanceSession()) !== undefined); // the renewal task took the app id again
-      const again = await app.locks.tryLocks(['LANE_WRITE']);
+      const again = await app.locks.tryLocks(['LANE_WRITE']); // takes the app id again first, on a new session
       await app.locks.releaseLocks(again);
       expect((await instanceSession())?.query).toContain('locking_release_one(');
     } finally {
