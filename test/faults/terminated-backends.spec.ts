@@ -116,6 +116,9 @@ describe('terminated backends', () => {
       const secondSignal = first.locks.getSignal(second);
       expect(await terminate(`application_name LIKE 'nestjs-db-locks twin %'`)).toHaveLength(1);
       twin = await createLockApp(db.url, { appId: 'twin', reaperIntervalMs: 50 });
+      const twinStarted = performance.now();
+      let toldAt = 0;
+      signal.addEventListener('abort', () => (toldAt = performance.now()));
       expect(await db.query(`SELECT 1 FROM locking WHERE lock_name = 'TWIN'`)).toHaveLength(1); // not freed at start-up
       // The twin asks for the first instance's locks all along: it gets them only once the first instance was told.
       let taken = 0;
@@ -128,6 +131,10 @@ describe('terminated backends', () => {
       }
       expect(taken).toBeGreaterThan(second);
       expect(toldFirst).toBe(true);
+      process.stdout.write(
+        `fault figures: after a twin started, the fenced holder was told in ${(toldAt - twinStarted).toFixed(0)} ms ` +
+          `(renewal every 1000 ms) and the twin granted its locks in ${(performance.now() - twinStarted).toFixed(0)} ms (lease 3000 ms)\n`,
+      );
       // Every grant of the fenced instance is reported lost, because of the twin (not later, one by one, by renewals
       // that find them gone).
       expect(signal.reason).toBeInstanceOf(LockLostError);
