@@ -28,6 +28,8 @@ export class InstanceLock {
   private fenced?: AppIdInUseError;
   private reclaiming?: Promise<void>;
   private closed = false;
+  /** The instances of this process that hold an app id or may take it back (claimed, not yet released), by app id. */
+  private static readonly live = new Map<string, Set<InstanceLock>>();
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -56,7 +58,11 @@ export class InstanceLock {
   async claim(): Promise<boolean> {
     this.session = await this.store.claimAppId();
     if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
-    return isProcessGone(await this.record());
+    const previous = await this.record();
+    const here = InstanceLock.live.get(this.options.appId) ?? new Set<InstanceLock>();
+    InstanceLock.live.set(this.options.appId, here.add(this));
+    // A previous life in this very process is over once no other instance here may still hold the app id.
+    return isProcessGone(previous) || (previous !== undefined && previous === processKey() && here.size === 1);
   }
 
   /**
@@ -90,6 +96,7 @@ export class InstanceLock {
    * while the locked calls under way run: a same-`appId` process started meanwhile is refused).
    */
   release(): void {
+    InstanceLock.live.get(this.options.appId)?.delete(this);
     this.closed = true;
     this.session?.close();
     this.session = undefined;

@@ -6,6 +6,9 @@ import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 
+/** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
+const WALL_CLOCK_SLACK_MS = 100;
+
 /** One grant this process holds. */
 interface HeldGrant {
   /**
@@ -223,7 +226,7 @@ export class LockLeases {
   }
 
   private expiredReason(grant: HeldGrant): string {
-    if (grant.deadline > LockLeases.now()) {
+    if (grant.deadline > LockLeases.now() + WALL_CLOCK_SLACK_MS) {
       return `the wall clock passed its lease end while this process's monotonic clock did not (a suspended machine?): it may have been reaped`;
     }
     if (grant.deadline >= grant.holdDeadline) {

@@ -156,25 +156,17 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
    * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
    * destroys it in the next phase, `onApplicationShutdown`); a call cut there would keep its locks until its lease
    * expired. Meanwhile their leases are renewed and the app id stays held (a same-`appId` process is refused). Then the
-   * renewal stops; a grant still held outside a locked call (an imperative `tryLocks`) is reported lost to its holder,
-   * then released; and last the app id is given up. @internal
+   * renewal stops; a grant still held outside a locked call (an imperative `tryLocks`) is reported lost to its holder
+   * (its rows stay until this `appId` starts again, or its lease ends); and last the app id is given up. @internal
    */
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.calls]);
     await this.tasks.stop();
-    await Promise.allSettled(this.leases.stamps().map((stamp) => this.releaseAtShutdown(stamp)));
+    for (const stamp of this.leases.stamps()) {
+      this.leases.lose(stamp, 'the application shut down while it was held: it is no longer renewed');
+    }
     this.leases.stop();
     this.instanceLock.release();
-  }
-
-  /** Tells the holder of a grant still held at the end of shutdown, then releases it. */
-  private async releaseAtShutdown(stamp: number): Promise<void> {
-    this.leases.lose(stamp, 'the application shut down while it was still held; it is released');
-    try {
-      await this.store.release(stamp);
-    } catch (error) {
-      this.logger.warn(`Releasing stamp ${stamp} at shutdown failed (${(error as Error).message}); its lease ends it`);
-    }
   }
 
   /** @internal */

@@ -4,6 +4,7 @@ import { createLockApp, trackApps, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
+import { recordCrashedHolder } from '../support/dead-process.js';
 import { until } from '../support/until.js';
 
 /** The log row of a grant. */
@@ -177,6 +178,7 @@ describeOnMysql('the lock engine on MySQL/MariaDB: grants, permits, waiting, lea
   it('frees the grants a crashed instance left, when it starts again (RECOVERED)', async () => {
     // A crash of `ghost` while it held Z: its rows stay, with a lease still running.
     await grantOfGhost(db, 900000, 'Z', '+ INTERVAL 1 HOUR');
+    await recordCrashedHolder(db, 'ghost'); // its process, on this machine, is gone
     expect(await one.locks.tryLocks(['Z_WRITE'])).toBe(0);
     const restarted = await apps.start(db.url, { appId: 'ghost' });
     expect(await logRow(db, 900000)).toMatchObject({ status: 'RECOVERED' });

@@ -1,14 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, readlinkSync } from 'node:fs';
 import { isProcessGone, processKey } from '../../lib/utils/process-identity.util.js';
-
-/** The key `processKey` would give the process `pid` (read from outside it). */
-function keyOf(pid: number): string {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const started = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  return `${boot}/${readlinkSync(`/proc/${pid}/ns/pid`)}/${pid}/${started}`;
-}
+import { processKeyOf as keyOf } from '../support/dead-process.js';
 
 // Start-up recovery frees a previous life's grants at once only when this says it is gone: a false "gone" frees the
 // grants of a live holder (two holders at once), a false "alive" only makes a restart wait for the leases.

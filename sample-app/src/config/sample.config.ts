@@ -31,8 +31,8 @@ export interface SampleConfig {
   /** `LockModule`'s `reaperIntervalMs`. */
   readonly reaperIntervalMs: number;
   /**
-   * `LockModule`'s `maxHoldMs`: this instance's reaper also frees grants held longer than this, renewed or not
-   * (seed 002's job frees locks held for more than ten minutes); `0` = no limit.
+   * `LockModule`'s `maxHoldMs`: this instance holds no grant longer than this, renewed or not (its lease ends then and
+   * a reaper frees it; seed 002's job frees locks held for more than ten minutes); `0` = no limit.
    */
   readonly maxHoldMs: number;
   /** How often the console page polls `/api/state`. */

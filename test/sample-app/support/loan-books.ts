@@ -104,9 +104,9 @@ export async function expectRepaymentsAloneOnTheirLoan(db: TestDatabase, a: Samp
 }
 
 /**
- * A third instance whose reaper frees any grant held longer than 100 ms (seed 002's reaper job, impatient) while
- * instance `a` repays loan 3 (its business work takes longer): the repayment answers 409, the log says REAPED without
- * "business done", and the business transaction left nothing behind (the loan, the money, the operations).
+ * A third instance that holds no grant longer than 100 ms (`maxHoldMs`, seed 002's reaper job, impatient) repays loan 3
+ * (its business work takes longer): the repayment answers 409, the log says REAPED without "business done" (its own
+ * reaper freed it), and the business transaction left nothing behind (the loan, the money, the operations).
  */
 export async function expectReapedRepaymentRolledBack(db: TestDatabase, a: SampleInstance, b: SampleInstance) {
   const before = (await loansOf(a)).find((l) => l.id === 3);
@@ -114,11 +114,14 @@ export async function expectReapedRepaymentRolledBack(db: TestDatabase, a: Sampl
   const countBefore = (await loanOperations(db, 3)).length;
   const reaper = await startSampleInstance(db.url, { appId: 'loans-reaper', maxHoldMs: 100, reaperIntervalMs: 50 });
   try {
-    expect(a.config.repaymentMs).toBeGreaterThan(100);
-    const answer = await call<LockLostResponseBody>(`${a.baseUrl}/loans/3/repayments`, { amountCents: 7777 });
+    expect(reaper.config.repaymentMs).toBeGreaterThan(100);
+    const answer = await call<LockLostResponseBody>(`${reaper.baseUrl}/loans/3/repayments`, { amountCents: 7777 });
     expect(answer.status).toBe(409);
     const { stamp } = answer.body;
     expect(answer.body.message).toContain(`stamp ${stamp} are lost`);
+    await until(async () =>
+      (await call<LockLogEntry[]>(`${b.baseUrl}/api/log`)).body.some((e) => e.stamp === stamp && e.status === 'REAPED'),
+    );
     const entry = (await call<LockLogEntry[]>(`${b.baseUrl}/api/log`)).body.find((e) => e.stamp === stamp);
     expect(entry).toMatchObject({
       status: 'REAPED',
