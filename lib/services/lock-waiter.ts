@@ -73,10 +73,11 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
  * grant is released first. Its waiter rows are removed however it ends.
  *
- * Every step that needs the database or a pool connection (listening, registering, an attempt) is given up on at the
- * deadline (the last attempt within `LAST_CHECK_MS` of it) and at once when `signal` fires, whatever the pool is doing:
- * the wait ends on time, and the step goes on in the background (a grant it brings too late is released, rows it
- * registers are removed when it lands, or expire with their `ttlMs`).
+ * Every step that needs the database or a pool connection is bounded, whatever the pool is doing: listening and
+ * registering are not waited for beyond `recheckMs` (the attempts go on, on the timer), an attempt not beyond the
+ * deadline (the last one within `LAST_CHECK_MS` of it), and none once `signal` fires. The wait ends on time, and the
+ * step goes on in the background (a grant it brings too late is released, rows it registers are removed when it
+ * lands, or expire with their `ttlMs`).
  * @internal
  */
 export async function waitForGroup(
@@ -98,16 +99,16 @@ export async function waitForGroup(
   );
   const onAbort = () => wake();
   signal.addEventListener('abort', onAbort);
-  // Work a wait gave up on (the pool or the database did not answer in time) goes on in the background; the wait's
-  // clean-up is then not awaited either (its waiter rows expire by themselves within `ttlMs`).
+  // An attempt the wait gave up on (the pool or the database did not answer in time) goes on in the background; the
+  // wait's clean-up is then not awaited either (its waiter rows expire by themselves within `ttlMs`).
   let abandoned = false;
   let registration: Promise<void> | undefined;
   /** A registration is in flight (its rows may land after a grant: they are removed then). */
   let registering = false;
   try {
-    // The listening connection comes from the pool: a pool kept busy by the application must not hold the wait past
-    // its deadline or its abort. Without it the waiter re-checks on its timer (the connection is kept when it comes).
-    if (!(await bounded(context.notifications.listening(), deadline, signal))) abandoned = true;
+    // The listening connection comes from the pool: a pool kept busy by the application must not hold the wait up.
+    // Without it the waiter re-checks on its timer (the connection is kept when it comes, for the next waits).
+    await bounded(context.notifications.listening(), Math.min(deadline, Date.now() + context.recheckMs), signal);
     if (signal.aborted) throw stopError(signal);
     let registeredAt = -Infinity;
     let failure: LockStoreError | undefined;
@@ -122,7 +123,8 @@ export async function waitForGroup(
       // Also when it fails halfway, or is given up on: removing rows that are not there is harmless.
       registration = sent.catch(() => undefined);
       try {
-        if (!(await bounded(sent, deadline, signal))) abandoned = true;
+        // Not waited for past a re-check either: the attempts go on meanwhile (the rows count once they land).
+        await bounded(sent, Math.min(deadline, Date.now() + context.recheckMs), signal);
       } catch (error) {
         knownFailure(error);
       }
@@ -184,6 +186,6 @@ export async function waitForGroup(
     // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`. A registration still in
     // flight is removed once it has landed.
     const cleanup = registration?.then(() => context.store.unregisterWaiter(waiter)).catch(() => undefined);
-    if (!abandoned) await cleanup;
+    if (!abandoned && !registering) await cleanup;
   }
 }

@@ -109,6 +109,25 @@ for (const dialect of DIALECTS) dialect.describe(`waits on a pool kept busy by t
     }
   });
 
+  it('a long wait is not held up by the pool: it gets the lock soon after its release, on its re-check timer', async () => {
+    // PostgreSQL: the attempts go on the instance's own session while the pool is busy. MariaDB's need the pool.
+    if (dialect.name === 'MariaDB') return;
+    const { waiter, queries } = await busyWaiter();
+    const waiting = waiter.locks.tryLocks(['BUSY_WRITE'], { waitMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const released = Date.now();
+    await holder.locks.releaseLocks(stamp);
+    const granted = await waiting;
+    expect(granted).toBeGreaterThan(0);
+    expect(Date.now() - released).toBeLessThan(LATE_MS);
+    expect(await sleeping()).toBe(2); // the application's queries were still running
+    await waiter.locks.releaseLocks(granted);
+    stamp = await holder.locks.tryLocks(['BUSY_WRITE']);
+    expect(stamp).toBeGreaterThan(0);
+    await endSleeps();
+    await queries;
+  });
+
   it('once the pool frees up, the next wait is woken by the release as usual', async () => {
     const { waiter, queries } = await busyWaiter(true, 30_000); // no re-check timer within the test: a notification
     await expect(waiter.locks.tryLocks(['BUSY_WRITE'], { waitMs: 200 })).resolves.toBe(0);
