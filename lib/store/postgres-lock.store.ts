@@ -118,8 +118,13 @@ export class PostgresLockStore extends LockStore {
 
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
     try {
-      const rows = (await manager.query(SQL.MARK_BUSINESS_DONE, [stamp, this.options.appId])) as Array<{ fenced: boolean }>;
-      return rows[0]?.fenced === true;
+      const values = [stamp, this.options.appId];
+      // TypeORM returns [rows, affected] for an UPDATE on PostgreSQL.
+      const marked: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, values);
+      if (Array.isArray(marked) && marked[1] === 1) return true;
+      // Not marked: lost, or a transaction above READ COMMITTED, whose fence is a lock on the grant's lock rows.
+      const [row] = (await manager.query(SQL.HOLD_GRANT_ROWS, values)) as Array<{ held: number }>;
+      return (row?.held ?? 0) > 0;
     } catch (error) {
       // The grant's lock rows were deleted after the transaction's snapshot: it ended meanwhile.
       if (isRowChangedSinceSnapshot(error)) return false;

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { LockLostError, LockService, type LockTransactionIsolation, WithLocks } from 'nestjs-db-locks';
+import { LockAdminService, LockLostError, LockService, type LockTransactionIsolation, WithLocks } from 'nestjs-db-locks';
+import { DataSource } from 'typeorm';
 import type { EntityManager } from 'typeorm';
-import { expireLeases, openSession } from '../support/dialect-sql.js';
+import { expireLeases, openSession, sessionsWaitingForALock } from '../support/dialect-sql.js';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { Gate } from '../support/gate.js';
 import { lockRows } from '../support/lock-rows.js';
@@ -132,5 +133,28 @@ for (const d of DIALECTS) d.describe(`fenced transactions above READ COMMITTED, 
       expect((error as LockLostError).stamp).toBe(stamp);
       expect(await db.query('SELECT 1 FROM ledger')).toEqual([]);
     }, 15_000);
+
+    it(`at ${level}: once "business done" has run, a forced release waits for the commit`, async () => {
+      const stamp = await app.locks.tryLocks(['transfer:30_WRITE']);
+      const admin = app.app.get(LockAdminService);
+      let forcedAt = Infinity;
+      let forced: Promise<unknown> | undefined;
+      let committedAt = 0;
+      await app.app.get(DataSource).transaction(level, async (manager) => {
+        await manager.query('SELECT count(*) AS n FROM ledger'); // the snapshot starts
+        await new Promise((resolve) => setTimeout(resolve, 3 * RENEW_INTERVAL_MS)); // renewals land in it
+        await app.locks.markBusinessDone(stamp, manager);
+        await insertLedger(manager, 30, stamp);
+        forced = admin.forceRelease(stamp, 'racing a business transaction').then(() => (forcedAt = Date.now()));
+        await until(async () => (await sessionsWaitingForALock(db, dialect)) > 0);
+        expect(forcedAt).toBe(Infinity); // held off by the fence
+        committedAt = Date.now();
+      });
+      await forced;
+      expect(forcedAt).toBeGreaterThanOrEqual(committedAt);
+      expect((await db.query<{ stamp: string }>('SELECT stamp FROM ledger')).map((r) => Number(r.stamp))).toEqual([stamp]);
+      const [log] = await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]);
+      expect(log?.status).toBe('FORCED');
+    });
   }
 });
