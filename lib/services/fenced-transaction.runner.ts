@@ -1,7 +1,7 @@
 import { isObservable } from 'rxjs';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { LockTransactionIsolation } from '../interfaces/index.js';
-import { InvalidLockSpecError, LockStoreError } from '../errors/index.js';
+import { InvalidLockSpecError, LockLostError, LockStoreError } from '../errors/index.js';
 import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure } from './lock-scope.js';
 import { FencedTransaction, type KeptScope, LockTransactionContext } from './lock-transaction.storage.js';
 
@@ -35,7 +35,9 @@ export async function runFenced(
       throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
     }
     const kept = opened.end();
-    await holder.fence(fencedStamps(scope, kept), runner.manager);
+    const stamps = fencedStamps(scope, kept);
+    await holder.fence(stamps, runner.manager);
+    assertStillHeld(holder, stamps);
     await commit(runner);
     return value;
   } catch (error) {
@@ -69,6 +71,17 @@ async function commit(runner: QueryRunner): Promise<void> {
   } catch (error) {
     throw new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
   }
+}
+
+/**
+ * The holder's side of the fence, once the database's holds off every end of the grants: a grant whose signal has
+ * fired (its lease ran out on this process's clock, or a renewal found it gone) is not committed on, whatever the
+ * database still says. Above READ COMMITTED the fence cannot read the lease the renewals keep moving (the snapshot
+ * shows an old one), and this check is the lease's: the holder's deadline ends before the database's lease does.
+ */
+function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
+  const lost = stamps.find((stamp) => !holder.isHeld(stamp));
+  if (lost !== undefined) throw new LockLostError(lost, 'its lease ended on this process before the commit');
 }
 
 /** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). */

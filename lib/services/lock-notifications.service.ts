@@ -51,6 +51,7 @@ export class LockNotifications implements OnModuleDestroy {
         },
       })
       .catch((error: unknown) => {
+        if (this.closed) return undefined; // the pool closed under a connection asked for before the shutdown
         this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
         this.listener = undefined;
         return undefined;
@@ -64,9 +65,13 @@ export class LockNotifications implements OnModuleDestroy {
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /**
+   * Closes the listening connection. One still being opened (the pool is busy) is not waited for: it is closed when
+   * it comes, so that shutdown does not wait for the application's queries.
+   */
+  onModuleDestroy(): void {
     this.closed = true;
-    (await this.listener)?.close();
+    void this.listener?.then((listener) => listener?.close());
     this.listener = undefined;
   }
 }

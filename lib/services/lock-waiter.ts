@@ -14,9 +14,48 @@ export interface WaitContext {
   readonly recheckMs: number;
 }
 
+/**
+ * How long the last check of a wait, made at its deadline, may take before the wait gives up on it: a database or a
+ * pool slow to answer delays the end of a wait by at most this much.
+ */
+const LAST_CHECK_MS = 100;
+
+/** A signal that never fires. */
+const NEVER = new AbortController().signal;
+
 /** The error a stopped wait rejects with: the shutdown's own, or the caller's abort. */
 function stopError(signal: AbortSignal): LockWaitAbortedError {
   return signal.reason instanceof LockShutdownError ? signal.reason : new LockWaitAbortedError(signal.reason);
+}
+
+/**
+ * Settles with `{ value }` (or rejects) as `work` does, or with undefined once `until` (a `Date.now()` value) has
+ * passed or `signal` has fired, whichever comes first; `work` then goes on unobserved (the caller deals with it).
+ */
+function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promise<{ value: T } | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', expire);
+    };
+    const expire = () => {
+      done();
+      resolve(undefined);
+    };
+    const timer = setTimeout(expire, Math.max(0, until - Date.now()));
+    signal.addEventListener('abort', expire);
+    work.then(
+      (value) => {
+        done();
+        resolve({ value });
+      },
+      (error: unknown) => {
+        done();
+        reject(error);
+      },
+    );
+  });
 }
 
 /**
@@ -33,6 +72,12 @@ function stopError(signal: AbortSignal): LockWaitAbortedError {
  * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
  * grant is released first. Its waiter rows are removed however it ends.
+ *
+ * Every step that needs the database or a pool connection is bounded, whatever the pool is doing: listening and
+ * registering are not waited for beyond `recheckMs` (the attempts go on, on the timer), an attempt not beyond the
+ * deadline (the last one within `LAST_CHECK_MS` of it), and none once `signal` fires. The wait ends on time, and the
+ * step goes on in the background (a grant it brings too late is released, rows it registers are removed when it
+ * lands, or expire with their `ttlMs`).
  * @internal
  */
 export async function waitForGroup(
@@ -54,53 +99,78 @@ export async function waitForGroup(
   );
   const onAbort = () => wake();
   signal.addEventListener('abort', onAbort);
-  let registered = false;
+  // An attempt the wait gave up on (the pool or the database did not answer in time) goes on in the background; the
+  // wait's clean-up is then not awaited either (its waiter rows expire by themselves within `ttlMs`).
+  let abandoned = false;
+  let registration: Promise<void> | undefined;
+  /** A registration is in flight (its rows may land after a grant: they are removed then). */
+  let registering = false;
   try {
-    await context.notifications.listening();
+    // The listening connection comes from the pool: a pool kept busy by the application must not hold the wait up.
+    // Without it the waiter re-checks on its timer (the connection is kept when it comes, for the next waits).
+    await bounded(context.notifications.listening(), Math.min(deadline, Date.now() + context.recheckMs), signal);
     if (signal.aborted) throw stopError(signal);
-    registered = true; // also when the registration fails halfway: removing rows that are not there is harmless
     let registeredAt = -Infinity;
-    const register = async () => {
-      await context.store.registerWaiter(waiter, group, ttlMs).then(
-        () => void (registeredAt = Date.now()),
-        (error: unknown) => knownFailure(error),
-      );
-    };
     let failure: LockStoreError | undefined;
     const knownFailure = (error: unknown): void => {
       if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
       failure = error;
     };
+    const register = async () => {
+      registering = true;
+      const sent = context.store.registerWaiter(waiter, group, ttlMs).then(() => void (registeredAt = Date.now()));
+      void sent.finally(() => (registering = false)).catch(() => undefined);
+      // Also when it fails halfway, or is given up on: removing rows that are not there is harmless.
+      registration = sent.catch(() => undefined);
+      try {
+        // Not waited for past a re-check either: the attempts go on meanwhile (the rows count once they land).
+        await bounded(sent, Math.min(deadline, Date.now() + context.recheckMs), signal);
+      } catch (error) {
+        knownFailure(error);
+      }
+    };
     await register();
     for (;;) {
       woken = false;
       let stamp = 0;
+      const trying = context.attempt(waiter);
       try {
-        stamp = await context.attempt(waiter);
-        failure = undefined;
+        let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
+        // Aborted meanwhile: an answer that comes soon is awaited, so that a grant it brings is released below.
+        if (!tried && signal.aborted) tried = await bounded(trying, Date.now() + LAST_CHECK_MS, NEVER);
+        if (tried) {
+          stamp = tried.value;
+          failure = undefined;
+        } else {
+          abandoned = true;
+          // Nobody is left to use a grant that comes too late; should its release fail, the lease runs out.
+          trying.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
+        }
       } catch (error) {
         knownFailure(error);
       }
-      if (stamp > 0) registered = false; // the granting statement removed the waiter's rows
       if (signal.aborted) {
         // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
         if (stamp > 0) await context.store.release(stamp).catch(() => undefined);
         throw stopError(signal);
       }
-      if (stamp > 0) return stamp;
+      if (stamp > 0) {
+        if (!registering) registration = undefined; // the granting statement removed the waiter's rows
+        return stamp;
+      }
       const left = deadline - Date.now();
       if (left <= 0) {
         if (failure) throw failure;
         return 0;
       }
-      if (Date.now() - registeredAt > ttlMs / 3) {
+      if (!registering && Date.now() - registeredAt > ttlMs / 3) {
         await register();
         void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
       }
       // A notification that arrived while we were trying means: try again at once.
       if (!woken && !signal.aborted) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(left, context.recheckMs));
+          const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), context.recheckMs)));
           wake = () => {
             clearTimeout(timer);
             resolve();
@@ -113,7 +183,9 @@ export async function waitForGroup(
   } finally {
     signal.removeEventListener('abort', onAbort);
     unsubscribe();
-    // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`.
-    if (registered) await context.store.unregisterWaiter(waiter).catch(() => undefined);
+    // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`. A registration still in
+    // flight is removed once it has landed.
+    const cleanup = registration?.then(() => context.store.unregisterWaiter(waiter)).catch(() => undefined);
+    if (!abandoned && !registering) await cleanup;
   }
 }

@@ -145,7 +145,8 @@ export class MysqlLockAdminStore extends LockAdminStore {
   }
 
   async forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined> {
-    const forced = await this.runner.transaction('forceRelease', false, async (tx) => {
+    // `outcomeUnknown` once the COMMIT was sent: a failure before it leaves nothing done (the server rolls back).
+    const forced = await this.runner.transaction('forceRelease', true, async (tx) => {
       const [grant] = await tx.select<MysqlLogRow>(Admin.SELECT_LIVE_GRANT, [stamp]);
       if (!grant) return undefined;
       await tx.write(Admin.END_GRANT_FORCED, [actor, reason, stamp]);

@@ -66,7 +66,9 @@ export class MysqlStatementRunner {
       try {
         result = await work(tx);
       } catch (error) {
-        await tx.write('ROLLBACK').catch(() => undefined);
+        // Not on a broken connection, nor behind a statement that timed out and still runs on the server (the driver
+        // would queue the ROLLBACK behind it, for as long as the server waits): destroying the connection rolls back.
+        if (!isMysqlConnectionFailure(error)) await tx.write('ROLLBACK').catch(() => undefined);
         throw error;
       }
       committing();

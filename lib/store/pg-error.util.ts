@@ -57,3 +57,15 @@ export function toLockError(error: unknown, operation: string, mayHaveCommitted:
   }
   return new LockStoreError(operation, code, mayHaveCommitted && isConnectionFailure(error), error);
 }
+
+/**
+ * True for the 40001 of a row lock taken at REPEATABLE READ or SERIALIZABLE on a row that a transaction committed
+ * after the snapshot deleted or updated ("could not serialize access due to concurrent delete"): raised by the
+ * executor's row-locking step (`ExecLockRows`), unlike the failures of serializable snapshot isolation, which are about
+ * the caller's own reads and writes.
+ * @internal
+ */
+export function isRowChangedSinceSnapshot(error: unknown): boolean {
+  const routine = (error as { routine?: unknown } | null)?.routine;
+  return sqlStateOf(error) === '40001' && routine === 'ExecLockRows';
+}

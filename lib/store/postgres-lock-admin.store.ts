@@ -79,13 +79,15 @@ export class PostgresLockAdminStore extends LockAdminStore {
   }
 
   async forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined> {
+    // A statement that timed out on the client may still be waiting on the server (behind a business transaction
+    // holding the grant's rows) and commit after it: `outcomeUnknown`.
     const result = await this.runner.run<{
       app_id: string;
       instance: string;
       lock_names: string[];
       lock_modes: string[];
       held_for_ms: number;
-    }>('forceRelease', false, { text: Admin.FORCE_RELEASE, values: [stamp, actor, reason] });
+    }>('forceRelease', true, { text: Admin.FORCE_RELEASE, values: [stamp, actor, reason] });
     const row = result.rows[0];
     return row
       ? { appId: row.app_id, instance: row.instance, locks: locksOf(row.lock_names, row.lock_modes), heldForMs: row.held_for_ms }

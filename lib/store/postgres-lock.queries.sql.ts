@@ -89,13 +89,33 @@ export const PRUNE_LOG = `DELETE FROM locking_log WHERE stamp IN (
    LIMIT $2
    FOR UPDATE SKIP LOCKED)`;
 
-/** $1 stamp, $2 app id: → BUSINESS_DONE, only while the grant is live, exists and its lease has not expired (a grant
- * already BUSINESS_DONE is fenced again by a later transaction that relies on it). Run inside the caller's
- * transaction; clock_timestamp(), not now(): that transaction may have started long ago. */
+/** The isolation levels at which a statement sees the newest committed row versions (PostgreSQL runs READ UNCOMMITTED
+ * as READ COMMITTED). */
+const SEES_NEWEST = `current_setting('transaction_isolation') IN ('read committed', 'read uncommitted')`;
+
+/**
+ * $1 stamp, $2 app id: → BUSINESS_DONE, only while the grant is live, exists and its lease has not expired (a grant
+ * already BUSINESS_DONE is fenced again by a later transaction that relies on it), and only at READ COMMITTED (see
+ * HOLD_GRANT_ROWS for the levels above). Run inside the caller's transaction, as its last statement; clock_timestamp(),
+ * not now(): the transaction may have started long ago. The row lock holds off the reaper, releases and forced
+ * releases until the transaction ends.
+ */
 export const MARK_BUSINESS_DONE = `UPDATE locking_log
   SET status = 'BUSINESS_DONE', business_done = clock_timestamp(), version = version + 1
-  WHERE stamp = $1 AND app_id = $2 AND status IN ${LIVE} AND lease_expires > clock_timestamp()
+  WHERE ${SEES_NEWEST} AND stamp = $1 AND app_id = $2 AND status IN ${LIVE} AND lease_expires > clock_timestamp()
     AND EXISTS (SELECT 1 FROM locking WHERE stamp = $1)`;
+
+/**
+ * $1 stamp, $2 app id → `held`, the grant's lock rows now locked by the caller's transaction: the fence at REPEATABLE
+ * READ and SERIALIZABLE (none at READ COMMITTED, where MARK_BUSINESS_DONE is). There the log row is left alone: a
+ * renewal commits an update of it every `renewIntervalMs`, and updating a row changed since the snapshot fails with
+ * 40001 however live the grant is. The lock rows are never updated, only deleted when the grant ends, and every way of
+ * ending a grant (release, reaper, recovery, forced release) deletes them: the lock (FOR KEY SHARE) holds off the end
+ * until the commit. Rows deleted after the snapshot fail the lock with 40001 (the grant ended meanwhile), rows deleted
+ * before it are not found. The lease is the holder's to check (its watchdog ends before the database's lease does).
+ */
+export const HOLD_GRANT_ROWS = `SELECT count(*)::int AS held FROM (
+    SELECT 1 FROM locking WHERE NOT ${SEES_NEWEST} AND stamp = $1 AND app_id = $2 FOR KEY SHARE) AS grant_rows`;
 
 /** The grants holding locks now, oldest first, with ages computed by the database; $1 only those holding this name,
  * $2 only those of this app id (each ignored when null). */

@@ -12,7 +12,7 @@ import {
   type LockListener,
   type RenewOutcome,
 } from './lock.store.js';
-import { isConnectionFailure, toLockError } from './pg-error.util.js';
+import { isConnectionFailure, isRowChangedSinceSnapshot, toLockError } from './pg-error.util.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { SELECT_BUSY_LOCKS } from './postgres-lock-waiting.queries.sql.js';
 import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
@@ -118,10 +118,16 @@ export class PostgresLockStore extends LockStore {
 
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
     try {
+      const values = [stamp, this.options.appId];
       // TypeORM returns [rows, affected] for an UPDATE on PostgreSQL.
-      const result: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, [stamp, this.options.appId]);
-      return Array.isArray(result) && result[1] === 1;
+      const marked: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, values);
+      if (Array.isArray(marked) && marked[1] === 1) return true;
+      // Not marked: lost, or a transaction above READ COMMITTED, whose fence is a lock on the grant's lock rows.
+      const [row] = (await manager.query(SQL.HOLD_GRANT_ROWS, values)) as Array<{ held: number }>;
+      return (row?.held ?? 0) > 0;
     } catch (error) {
+      // The grant's lock rows were deleted after the transaction's snapshot: it ended meanwhile.
+      if (isRowChangedSinceSnapshot(error)) return false;
       throw toLockError(error, 'markBusinessDone', false);
     }
   }

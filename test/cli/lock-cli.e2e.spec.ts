@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { LOCK_MIGRATIONS, LockLostError } from 'nestjs-db-locks';
+import { DataSource } from 'typeorm';
 import { type CliRun, closedPort, runCli } from '../support/cli-process.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -138,6 +139,41 @@ describe('nestjs-db-locks against live instances', () => {
     expect(again.stderr).toContain(`No live grant has stamp ${stamp}`);
     expectOneLine(again);
   });
+
+  it('release behind a business transaction that outlasts its timeout says truly whether it may still happen', async () => {
+    const stamp = await holder.locks.tryLocks(['CLI_BLOCKED_WRITE']);
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    let fenced!: () => void;
+    const fencedP = new Promise<void>((resolve) => (fenced = resolve));
+    // The holder's business transaction holds the grant's log row ("business done") until the command has given up.
+    const business = holder.app.get(DataSource).transaction(async (manager) => {
+      await holder.locks.markBusinessDone(stamp, manager);
+      fenced();
+      await committed;
+    });
+    await fencedP;
+    const run = await runCli(['release', String(stamp), '--reason', 'stuck, ticket OPS-8'], env);
+    commit();
+    await business;
+    expect(run.code).toBe(3);
+    expect(run.stdout).toBe('');
+    expectOneLine(run);
+    const status = async () => (await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]))[0]?.status;
+    if (run.stderr.includes('was not released')) {
+      // Known: the server gave the statement up. The grant stays its holder's.
+      expect(run.stderr).toContain('nothing changed');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await status()).toBe('BUSINESS_DONE');
+      await holder.locks.releaseLocks(stamp);
+    } else {
+      // The client gave up first: the server may still run it. The operator is told so, and where to look.
+      expect(run.stderr).toContain(`the release of stamp ${stamp} may still take effect`);
+      expect(run.stderr).toContain(`nestjs-db-locks log --stamp ${stamp}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      if ((await status()) === 'BUSINESS_DONE') await holder.locks.releaseLocks(stamp);
+    }
+  }, 60_000);
 
   it('release of an unknown stamp exits 1 with one line on stderr', async () => {
     const run = await runCli(['release', '987654321', '--reason', 'cleanup', '--json'], env);

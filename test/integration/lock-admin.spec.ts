@@ -7,6 +7,7 @@ import {
   LockAdminService,
   LockConfigurationError,
   LockLostError,
+  LockStoreError,
 } from 'nestjs-db-locks';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { dbNow, deadlockEvidence, openSession, sessionsWaitingForALock } from '../support/dialect-sql.js';
@@ -126,6 +127,48 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
     }
     expect(await deadlocks()).toBe(before);
     expect(await db.query('SELECT status FROM locking_log WHERE stamp = $1', [stamp])).toEqual([{ status: 'REAPED' }]);
+  });
+
+  it('a forced release that times out behind a business transaction says whether it may still take effect, truly', async () => {
+    const holder = await start(db.url, { appId: 'holder', leaseMs: 5000, renewIntervalMs: 100, reaperIntervalMs: 0 });
+    const stamp = await holder.locks.tryLocks(['BLOCKED_WRITE']);
+    const lost = aborted(holder.locks.getSignal(stamp));
+    const impatient = LockAdminService.create(dataSource, { actor: 'bob@on-call', queryTimeoutMs: 300 });
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    let fenced!: () => void;
+    const fencedP = new Promise<void>((resolve) => (fenced = resolve));
+    // The holder's business transaction has recorded "business done": it holds the grant's log row until it ends.
+    const business = dataSource.transaction(async (manager) => {
+      await holder.locks.markBusinessDone(stamp, manager);
+      fenced();
+      await committed;
+    });
+    await fencedP;
+    const t0 = Date.now();
+    const error = await impatient.forceRelease(stamp, 'stuck, ticket OPS-9').catch((e: unknown) => e);
+    // It ends by its timeout (its retries included), not when the business transaction or the server gives up.
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(error).toBeInstanceOf(LockStoreError);
+    const outcomeUnknown = (error as LockStoreError).outcomeUnknown;
+    commit();
+    await business;
+    if (dialect.name === 'PostgreSQL') {
+      // The statement was sent and still waited on the server: it commits once the business transaction ends.
+      expect(outcomeUnknown).toBe(true);
+      await until(async () => (await admin.getLog({ stamp }))[0]?.status === 'FORCED');
+      expect((await admin.getLog({ stamp }))[0]).toMatchObject({ endedBy: 'bob@on-call', endReason: 'stuck, ticket OPS-9' });
+      expect(await lockRows(db)).toEqual([]);
+      expect(await lost).toBeInstanceOf(LockLostError);
+    } else {
+      // MariaDB's transaction never got to its COMMIT: the server rolled it back, and the grant stays its holder's.
+      expect(outcomeUnknown).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect((await admin.getLog({ stamp }))[0]).toMatchObject({ status: 'BUSINESS_DONE' });
+      expect((await lockRows(db)).map((row) => Number(row.stamp))).toEqual([stamp]);
+      expect(holder.locks.isHeld(stamp)).toBe(true);
+      await holder.locks.releaseLocks(stamp);
+    }
   });
 
   it("races the holder's own release: exactly one of them ends each grant", async () => {
