@@ -138,7 +138,7 @@ export class MysqlLockAdminStore extends LockAdminStore {
     await this.runner.write(
       'setLockPermits',
       permits === null ? SQL.DELETE_PERMITS : SQL.UPSERT_PERMITS,
-      permits === null ? [name, MODE_CODE[mode]] : [name, MODE_CODE[mode], permits],
+      permits === null ? [name, MODE_CODE[mode]] : [name, MODE_CODE[mode], permits, permits],
     );
     // More permits (or none left to obey) may let a waiter in: this process's waiters check again.
     this.wakeups?.freed([name]);

@@ -24,6 +24,18 @@ export const isoOf = (column: string): string => `DATE_FORMAT(${column}, '%Y-%m-
 export const placeholders = (count: number): string => Array.from({ length: count }, () => '?').join(', ');
 
 /**
+ * `count` requests (name, mode) as a derived table's rows. The name is compared byte for byte: a parameter arrives in
+ * the connection's collation (often case-insensitive), and MariaDB's subquery cache keys the correlated subqueries
+ * on that value, so `doc:a` would get the answer computed for `doc:A` in the same group.
+ */
+function requestRows(count: number): string {
+  const name = 'CONVERT(? USING utf8mb4) COLLATE utf8mb4_bin';
+  return Array.from({ length: count }, (_, i) => (i === 0 ? `SELECT ${name} AS name, ? AS mode` : `SELECT ${name}, ?`)).join(
+    ' UNION ALL ',
+  );
+}
+
+/**
  * Locks the rows of names `?…` (sorted, distinct), creating those that do not exist: the per-name mutex of a grant,
  * held until its transaction ends. An INSERT … ON DUPLICATE KEY UPDATE takes an exclusive lock on an existing row and
  * on a new one alike, in the order of its values: two grants that share names lock them in the same order, so they
@@ -41,9 +53,7 @@ export const lockNames = (count: number): string =>
  * transaction ends. Permits are read here, from committed rows, never from a client cache.
  */
 export const checkGroup = (count: number): string => {
-  const requests = Array.from({ length: count }, (_, i) =>
-    i === 0 ? 'SELECT ? AS name, ? AS mode' : 'SELECT ?, ?',
-  ).join(' UNION ALL ');
+  const requests = requestRows(count);
   return `SELECT r.name, r.mode,
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode) AS same_mode,
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode) AS other_mode,
@@ -81,13 +91,16 @@ export const insertLocks = (count: number): string =>
 /** ? waiter: its rows go once it is granted. */
 export const DELETE_WAITER = `DELETE FROM locking_waiters WHERE waiter = ?`;
 
-/** A waiter's rows for `count` names: (name, waiter, mode, app id, time to live in ms) each; refreshes its expiry. */
+/**
+ * A waiter's rows for `count` names: (name, waiter, mode, app id, time to live in ms) each, then the time to live once
+ * more; refreshes its expiry. (No `VALUES(col)`: deprecated on MySQL 8.0.20+, and its replacement is not MariaDB's.)
+ */
 export const registerWaiter = (count: number): string =>
   `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, registered) VALUES ${Array.from(
     { length: count },
     () => `(?, ?, ?, ?, ${NOW_PLUS_MS}, ${NOW})`,
   ).join(', ')}
-  ON DUPLICATE KEY UPDATE expires = VALUES(expires)`;
+  ON DUPLICATE KEY UPDATE expires = ${NOW_PLUS_MS}`;
 
 /** ? stamp, ? app id: ends a live grant as RELEASED (then its lock rows go, in the same transaction). */
 export const END_GRANT_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = ${NOW}, version = version + 1
@@ -178,10 +191,11 @@ export const MARK_BUSINESS_DONE = `UPDATE locking_log l
                    AND k.stamp = l.stamp)`;
 
 /**
- * The server-wide named lock (`GET_LOCK`) of app id ?: 64 characters at most, so a hash of it (two app ids collide
- * with odds of 2^-240).
+ * The named lock (`GET_LOCK`) of app id ? in this database: the names are server-wide, so the database's name is part
+ * of it (two applications in two databases of one server may share an app id, as on PostgreSQL); 64 characters at
+ * most, so a hash (two collide with odds of 2^-240).
  */
-const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(?, 256), 48))`;
+const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), ?), 256), 48))`;
 
 /** ? app id: the instance lock, held by the session for the life of the instance, and the session's id. */
 export const TRY_CLAIM_APP_ID = `SELECT GET_LOCK(${APP_ID_LOCK}, 0) AS claimed, CONNECTION_ID() AS pid`;
@@ -204,9 +218,7 @@ export const SELECT_WAITED_NAMES = `SELECT w.lock_name AS name, COUNT(k.stamp) A
  * or 'writer-waiting'). A snapshot for a log line, never for a decision.
  */
 export const selectBusyLocks = (count: number): string => {
-  const requests = Array.from({ length: count }, (_, i) => (i === 0 ? 'SELECT ? AS name, ? AS mode' : 'SELECT ?, ?')).join(
-    ' UNION ALL ',
-  );
+  const requests = requestRows(count);
   return `SELECT name, mode, busy FROM (
     SELECT r.name, r.mode,
       CASE
@@ -224,9 +236,9 @@ export const selectBusyLocks = (count: number): string => {
 /** All permits rows. */
 export const SELECT_ALL_PERMITS = `SELECT lock_name, mode, permits FROM locking_permissions`;
 
-/** ? name, ? mode ('R'/'W'), ? permits. */
+/** ? name, ? mode ('R'/'W'), ? permits, ? permits again (no deprecated `VALUES(col)`). */
 export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode, permits) VALUES (?, ?, ?)
-  ON DUPLICATE KEY UPDATE permits = VALUES(permits)`;
+  ON DUPLICATE KEY UPDATE permits = ?`;
 
 /** ? name, ? mode ('R'/'W'). */
 export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = ? AND mode = ?`;

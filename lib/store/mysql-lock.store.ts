@@ -20,6 +20,9 @@ import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mys
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from './postgres-lock.queries.sql.js';
 
+/** How long grants and releases go statement by statement before the procedures are tried again. @internal */
+export const PROCEDURES_RECHECK_MS = 30_000;
+
 /** A row of `SQL.checkGroup`. */
 interface CheckRow {
   name: string;
@@ -51,8 +54,8 @@ export class MysqlLockStore extends LockStore {
   protected readonly reports: MysqlLockAdminStore;
   /** Names freed by this process, for its own waiters (also those freed by its admin service). */
   readonly wakeups = new MysqlWakeups();
-  /** Whether the stored procedures are there (until a call finds them missing). */
-  private procedures = true;
+  /** Until when grants and releases go statement by statement, the procedures found missing (monotonic ms). */
+  private proceduresMissingUntil = 0;
 
   constructor(
     dataSource: DataSource,
@@ -116,15 +119,16 @@ export class MysqlLockStore extends LockStore {
 
   /**
    * Runs `call` on the stored procedures; undefined when they do not exist (the migration that creates them has not
-   * run: the call failed before anything ran), and from then on without trying them again.
+   * run: the call failed before anything ran), and then without trying them again for `PROCEDURES_RECHECK_MS` (a
+   * migration run meanwhile brings the fast path back).
    */
   private async withProcedures<T>(call: () => Promise<T>): Promise<T | undefined> {
-    if (!this.procedures) return undefined;
+    if (performance.now() < this.proceduresMissingUntil) return undefined;
     try {
       return await call();
     } catch (error) {
       if (!(error instanceof LockTablesMissingError) || !isMissingMysqlProcedure(error)) throw error;
-      this.procedures = false;
+      this.proceduresMissingUntil = performance.now() + PROCEDURES_RECHECK_MS;
       return undefined;
     }
   }
@@ -147,7 +151,7 @@ export class MysqlLockStore extends LockStore {
     await this.runner.write(
       'tryLocks',
       SQL.registerWaiter(group.length),
-      group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]),
+      [...group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]), ttlMs],
     );
     this.wakeups.onWaiterRegistered();
   }

@@ -5,7 +5,7 @@ import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 /** The connection id holding app id `appId`'s instance lock (null when none). */
-const HOLDER = (appId: string) => `SELECT IS_USED_LOCK(CONCAT('nestjs-db-locks:', LEFT(SHA2('${appId}', 256), 48))) AS id`;
+const HOLDER = (appId: string) => `SELECT IS_USED_LOCK(CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), '${appId}'), 256), 48))) AS id`;
 
 /** The server ends an instance's kept session (KILL, as `wait_timeout` or an operator would). */
 describeOnMysql('MySQL/MariaDB: the instance session ended by the server', () => {
