@@ -197,6 +197,9 @@ export const MARK_BUSINESS_DONE = `UPDATE locking_log l
  */
 const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), ?), 256), 48))`;
 
+/** The instance session's own idle limit: a year (the largest `wait_timeout` MySQL and MariaDB take on Linux). */
+export const KEEP_SESSION_OPEN = `SET SESSION wait_timeout = 31536000`;
+
 /** ? app id: the instance lock, held by the session for the life of the instance, and the session's id. */
 export const TRY_CLAIM_APP_ID = `SELECT GET_LOCK(${APP_ID_LOCK}, 0) AS claimed, CONNECTION_ID() AS pid`;
 

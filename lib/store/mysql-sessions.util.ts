@@ -1,7 +1,7 @@
 import type { PoolConnection } from 'mysql2';
 import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
 import { toMysqlLockError } from './mysql-error.util.js';
-import { SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 
 /**
@@ -35,6 +35,9 @@ export async function openMysqlInstanceSession(
       return undefined;
     }
     pid = Number(claimed?.pid);
+    // The session idles between the rare statements the hot path lends it: the server's wait_timeout (minutes on many
+    // managed servers) must not end it and free the app id under a live instance.
+    await runner.transactionOn(connection).write(KEEP_SESSION_OPEN);
   } catch (error) {
     connection.destroy();
     throw toMysqlLockError(error, 'claimAppId', false);

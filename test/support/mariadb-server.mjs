@@ -40,9 +40,10 @@ async function freePort() {
  * tables: any user may connect without a password), and resolves once it accepts connections. `stop()` shuts it down
  * (a clean shutdown), `start()` starts it again on the same data directory and port.
  * @param {string} dir
+ * @param {readonly string[]} [options] more server options (e.g. `--wait-timeout=2`)
  * @returns {Promise<{ url: string, stop(): Promise<void>, start(): Promise<void> }>}
  */
-export async function startPrivateMariadb(dir) {
+export async function startPrivateMariadb(dir, options = []) {
   const mariadbd = findProgram('mariadbd');
   const installDb = findProgram('mariadb-install-db');
   if (!mariadbd || !installDb) throw new Error('mariadbd is not installed (apt-get install mariadb-server)');
@@ -73,6 +74,7 @@ export async function startPrivateMariadb(dir) {
         '--max-connections=500',
         '--innodb-buffer-pool-size=128M',
         '--innodb-log-file-size=64M',
+        ...options,
         ...user,
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },

@@ -106,9 +106,9 @@ export async function startRestartablePostgres(): Promise<RestartableServer> {
 export const canStartMariadb: () => boolean = mariadbInstalled;
 
 /** Starts a private MariaDB server of its own and runs the lock migrations in its `locks` database. */
-export async function startRestartableMariadb(): Promise<RestartableServer> {
+export async function startRestartableMariadb(options: readonly string[] = []): Promise<RestartableServer> {
   const dir = mkdtempSync(join(tmpdir(), 'ndl-mariadb-restart-'));
-  const server = await startPrivateMariadb(dir);
+  const server = await startPrivateMariadb(dir, options);
   const admin = await mysql.createConnection({ uri: server.url });
   await admin.query('CREATE DATABASE locks');
   await admin.end();
