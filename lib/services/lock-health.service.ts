@@ -2,16 +2,18 @@ import { Inject, Injectable } from '@nestjs/common';
 import { LockAdminService } from '../admin/lock-admin.service.js';
 import type { LockHealth, LockSchemaStatus } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { LockStore } from '../store/lock.store.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
 import { LockLeases } from './lock-leases.service.js';
 
-/** The probe's answer: the schema's status, or why the database did not give it. */
-type Probe = { readonly status: LockSchemaStatus } | { readonly failure: string };
+/** The probe's answer: the schema's status and the server's problems, or why the database did not give them. */
+type Probe = { readonly status: LockSchemaStatus; readonly server: readonly string[] } | { readonly failure: string };
 
 /**
  * The health of this instance (`LockService.getHealth()`): it is down when it does not hold its app id, when the
- * database does not answer a probe in time, when the lock schema is missing or behind this library version, or when
+ * database does not answer a probe in time, when the lock schema is missing or behind this library version, when the
+ * server's settings or the lock user's privileges keep grants from working (`LockStore.checkServer`), or when
  * lease renewals have been failing for more than half a lease (its grants are about to be reported lost).
  * @internal
  */
@@ -21,6 +23,7 @@ export class LockHealthCheck {
     private readonly instanceLock: InstanceLock,
     private readonly leases: LockLeases,
     private readonly admin: LockAdminService,
+    @Inject(LockStore) private readonly store: LockStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
 
@@ -45,6 +48,7 @@ export class LockHealthCheck {
     else if (schema === 'outdated') {
       problems.push(`Lock migrations not run on the database: ${probe.status.pending.join(', ')}; run LOCK_MIGRATIONS.`);
     }
+    if ('server' in probe) problems.push(...probe.server);
     const renewalFailingForMs = this.leases.renewalFailingForMs();
     if (renewalFailingForMs > leaseMs / 2) {
       problems.push(
@@ -72,8 +76,8 @@ export class LockHealthCheck {
     const timeout = new Promise<Probe>((resolve) => {
       timer = setTimeout(() => resolve({ failure: `no answer within ${timeoutMs} ms` }), timeoutMs);
     });
-    const asked = this.admin.getSchemaStatus().then(
-      (status): Probe => ({ status }),
+    const asked = Promise.all([this.admin.getSchemaStatus(), this.store.checkServer()]).then(
+      ([status, server]): Probe => ({ status, server }),
       (error: unknown): Probe => ({ failure: error instanceof Error ? error.message : String(error) }),
     );
     try {

@@ -10,6 +10,7 @@ import {
 import type { EntityManager } from 'typeorm';
 import {
   IllegalMonitorStateError,
+  LockConfigurationError,
   LockLostError,
   NoFencedTransactionError,
   LockShutdownError,
@@ -115,6 +116,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
    * life is provably over, then loads the permits cache. @internal
    */
   async onModuleInit(): Promise<void> {
+    const problems = await this.store.checkServer();
+    if (problems.length > 0) throw new LockConfigurationError(problems.join(' '));
     const previousLifeOver = await this.instanceLock.claim();
     if (this.options.releaseOnStartup) await this.recoverPreviousLife(previousLifeOver);
     await this.permitsCache.refresh();

@@ -93,6 +93,11 @@ export abstract class LockStore {
    * or still exiting), waiting up to a second for it to exit.
    */
   abstract endStaleClaim(pid: number): Promise<void>;
+  /**
+   * What the server's settings or the lock user's privileges keep the library from doing, each naming what to change
+   * (checked at start-up, which then refuses, and by the health check); empty when nothing.
+   */
+  abstract checkServer(): Promise<string[]>;
   /** Describes the session holding this app id's instance lock. */
   abstract describeAppIdHolder(): Promise<string>;
   /** The reports and permits statements of the same dialect, which no `appId` binds. */

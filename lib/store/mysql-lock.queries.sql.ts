@@ -253,3 +253,9 @@ export const SELECT_INSTANCE_KEY = `SELECT process_key FROM locking_instances WH
 export const RECORD_INSTANCE = `INSERT INTO locking_instances (app_id, instance, process_key, claimed)
   VALUES (?, ?, ?, ${NOW})
   ON DUPLICATE KEY UPDATE instance = ?, process_key = ?, claimed = ${NOW}`;
+
+/** Whether the server writes a binary log, and in which format for this session. */
+export const SELECT_BINLOG = `SELECT @@log_bin AS log_bin, @@session.binlog_format AS binlog_format`;
+
+/** A release that matches nothing (stamp 0): proves the lock user may run the procedures. */
+export const PROBE_PROCEDURES = 'CALL locking_release(0, NULL)';

@@ -281,6 +281,29 @@ export class MysqlLockStore extends LockStore {
     return previous.length === 0 ? undefined : (previous[0]?.process_key ?? null);
   }
 
+  async checkServer(): Promise<string[]> {
+    const problems: string[] = [];
+    const [binlog] = await this.runner.select<{ log_bin: number | string; binlog_format: string }>('claimAppId', SQL.SELECT_BINLOG);
+    if (Number(binlog?.log_bin) === 1 && String(binlog?.binlog_format).toUpperCase() === 'STATEMENT') {
+      problems.push(
+        'The server logs statements (binlog_format = STATEMENT): InnoDB cannot log the lock tables\' READ COMMITTED ' +
+          'writes that way (error 1665). Set binlog_format = ROW (or MIXED) on the server, or for the lock user.',
+      );
+      return problems; // the probe below would fail the same way
+    }
+    try {
+      await this.runner.call('claimAppId', false, SQL.PROBE_PROCEDURES, []);
+    } catch (error) {
+      if (isMissingMysqlProcedure(error)) return problems; // not migrated yet: statements are sent one by one
+      if ((error as LockStoreError).code !== 'ER_PROCACCESS_DENIED_ERROR') throw error;
+      problems.push(
+        'The lock user may not run the lock procedures (locking_try_acquire, locking_release): grant it EXECUTE on ' +
+          'the database (GRANT EXECUTE ON <database>.* TO <user>).',
+      );
+    }
+    return problems;
+  }
+
   async appIdHolderPid(): Promise<number | undefined> {
     const [row] = await this.runner.select<{ pid: number | string | null }>('claimAppId', SQL.SELECT_APP_ID_HOLDER_PID, [
       this.options.appId,

@@ -40,7 +40,8 @@ async function freePort() {
  * tables: any user may connect without a password), and resolves once it accepts connections. `stop()` shuts it down
  * (a clean shutdown), `start()` starts it again on the same data directory and port.
  * @param {string} dir
- * @param {readonly string[]} [options] more server options (e.g. `--wait-timeout=2`)
+ * @param {readonly string[]} [options] more server options (e.g. `--wait-timeout=2`); `--grant-tables` turns the
+ *   privilege checks on (then give root@127.0.0.1 its privileges with an `--init-file`)
  * @returns {Promise<{ url: string, stop(): Promise<void>, start(): Promise<void> }>}
  */
 export async function startPrivateMariadb(dir, options = []) {
@@ -69,12 +70,12 @@ export async function startPrivateMariadb(dir, options = []) {
         `--pid-file=${join(dir, 'mariadb.pid')}`,
         `--port=${port}`,
         '--bind-address=127.0.0.1',
-        '--skip-grant-tables',
+        ...(options.includes('--grant-tables') ? [] : ['--skip-grant-tables']),
         '--skip-name-resolve',
         '--max-connections=500',
         '--innodb-buffer-pool-size=128M',
         '--innodb-log-file-size=64M',
-        ...options,
+        ...options.filter((option) => option !== '--grant-tables'),
         ...user,
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
