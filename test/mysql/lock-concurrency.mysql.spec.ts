@@ -1,13 +1,20 @@
+import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/store/mysql-lock.procedures.sql.js';
 import { CONCURRENCY_RUN, runLockProperty, type PropertyRunOptions } from '../support/lock-property.harness.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 
 const RUN: PropertyRunOptions = { ...CONCURRENCY_RUN, attempts: 3000 };
 
-describeOnMysql('MySQL/MariaDB concurrency property: no over-grant, no partial group, under real concurrent clients', () => {
+// Both paths: one stored-procedure call per grant, and the statements one by one (the procedures' migration not run,
+// as during a rolling deploy ahead of it).
+describeOnMysql.each([
+  ['the stored procedures', false],
+  ['the statements one by one', true],
+])('MySQL/MariaDB concurrency property through %s', (_path, statements) => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createMysqlTestDatabase();
+    if (statements) for (const statement of DROP_MYSQL_LOCK_PROCEDURES) await db.query(statement);
   });
   afterAll(() => db?.drop());
 
