@@ -3,6 +3,7 @@ import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from './entities/index.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
+import { LockJobs } from './jobs/lock-jobs.service.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
 import type { LockModuleExtras } from './interfaces/index.js';
 import {
@@ -55,6 +56,7 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
     LockHealthCheck,
     LockDataSources,
     LockService,
+    LockJobs,
     LockTasksRegistrar,
     LockExplorer,
   ],

@@ -9,6 +9,7 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { LockConfigurationError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS, TASK_PREFIX } from '../lock.constants.js';
+import { LockJobs } from '../jobs/lock-jobs.service.js';
 import { InstanceLock } from '../services/instance-lock.service.js';
 import { LockLeases } from '../services/lock-leases.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
@@ -24,7 +25,8 @@ interface Task {
 /**
  * Registers the library's periodic tasks with the application's `SchedulerRegistry` at bootstrap (their periods
  * come from the options, which decorators could not know) and removes them at shutdown: the permits refresh, the
- * lease renewal, and the reaper. Each task runs one at a time: a slow database never piles up overlapping runs.
+ * lease renewal, and the reaper (which also prunes the run history of scheduled jobs). Each task runs one at a time:
+ * a slow database never piles up overlapping runs.
  * @internal
  */
 @Injectable()
@@ -39,6 +41,7 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
     instanceLock: InstanceLock,
     reaper: LockReaper,
     @Inject(RESOLVED_LOCK_OPTIONS) options: ResolvedLockOptions,
+    jobs: LockJobs,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {
     const prefix = `${TASK_PREFIX}:${options.appId}`;
@@ -61,6 +64,7 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
         run: async () => {
           await reaper.reapStale();
           await reaper.pruneLog();
+          await jobs.prune();
         },
       },
     ].filter((task) => task.every > 0);

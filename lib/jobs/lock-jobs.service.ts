@@ -1,0 +1,274 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { IllegalMonitorStateError, LockLostError, LockShutdownError, LockStoreError } from '../errors/index.js';
+import type { LockJobRuns } from '../interfaces/index.js';
+import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
+import { LockService } from '../services/lock.service.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import type { JobRegistration, JobRunStore, RunEnd, TickClaim, TickSource } from './job-runs.store.js';
+import { createJobRunStore } from './job-runs.store.factory.js';
+import { cronTickOf, type JobSchedule } from './job-schedule.util.js';
+
+/** A scheduled `@WithLocks` method, as its decorator describes it. @internal */
+export interface ScheduledJob {
+  /** `Class.method`. */
+  readonly label: string;
+  readonly schedule: JobSchedule;
+  readonly runs: LockJobRuns;
+}
+
+/** How often one job's clock-skew warning may repeat. */
+const SKEW_WARNING_EVERY_MS = 60_000;
+
+/** Share of the reaper's interval one pruning run may take (then the next run goes on), as for the lock log. */
+const PRUNE_BUDGET_SHARE = 0.5;
+
+/** One tick as a replica sees it: the job's name in the history, what to claim, and how to find the next tick. */
+interface TickPlan {
+  readonly job: string;
+  /** The schedule's description, for the history. */
+  readonly schedule: string;
+  readonly source: TickSource;
+  /** The skew bound (ms) for a tick named by this replica's clock; undefined when the database names it. */
+  readonly skewBoundMs?: number;
+  readonly next: (tick: number) => number | null;
+}
+
+/**
+ * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
+ * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
+ * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
+ * by its fire time (the nearest one to the replica's clock when its timer fires), a once-per-tick `@Interval` tick by
+ * the current period of the database clock. Once shutdown has begun, ticks are skipped with one debug line.
+ * @internal
+ */
+@Injectable()
+export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown {
+  private static readonly byService = new WeakMap<LockService, LockJobs>();
+  private readonly logger = new Logger('LockJobs');
+  private readonly store: JobRunStore;
+  private closing = false;
+  /** The ticks under way, so that shutdown lets them record their end before the pool closes. */
+  private readonly ticks = new Set<Promise<unknown>>();
+  private readonly skewWarnedAt = new Map<string, number>();
+  /** Each job's last success (epoch ms, database clock, as last read or recorded here), for the metrics' gauge. */
+  private readonly lastSucceeded = new Map<string, { readAt: number; ageMs: number }>();
+
+  constructor(
+    private readonly service: LockService,
+    @Inject(LOCK_DATA_SOURCE) dataSource: DataSource,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly telemetry: LockTelemetry,
+  ) {
+    this.store = createJobRunStore(dataSource, options);
+  }
+
+  /** The job runner of `service`'s application (undefined when the module is older than this one). */
+  static of(service: LockService): LockJobs | undefined {
+    return LockJobs.byService.get(service);
+  }
+
+  /** @internal */
+  onModuleInit(): void {
+    LockJobs.byService.set(this.service, this);
+    this.telemetry.observeJobs(() => this.successAges());
+  }
+
+  /** From now on, ticks are skipped (the locks are refused from here on too). @internal */
+  onModuleDestroy(): void {
+    this.closing = true;
+  }
+
+  /** Awaits the ticks under way, while the DataSource is still open. @internal */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.ticks]);
+  }
+
+  /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
+  async register(job: ScheduledJob): Promise<void> {
+    const plan = this.plan(job, Date.now());
+    const source = plan.source;
+    const nextTick = 'at' in source ? plan.next(source.at) : null;
+    await this.store
+      .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
+      .catch((error: unknown) => this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`));
+  }
+
+  /**
+   * Runs one tick of `job`: the method runs (through `call`) only if this replica takes the job's locks and then wins
+   * the tick's claim. Resolves with the method's result, or undefined when the tick is skipped; rejects with the
+   * method's own error (the schedule module logs it), never with a shutdown.
+   */
+  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
+    if (this.closing) {
+      this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
+      return Promise.resolve(undefined);
+    }
+    const tick = this.tick(job, lock, call);
+    this.ticks.add(tick);
+    const forget = () => void this.ticks.delete(tick);
+    tick.then(forget, forget);
+    return tick;
+  }
+
+  /** Prunes the history (as the lock log is pruned) and reloads the jobs' last successes for the gauge. */
+  async prune(): Promise<number> {
+    let total = 0;
+    const retention = this.options.logRetentionMs;
+    if (retention > 0) {
+      const deadline = performance.now() + this.options.reaperIntervalMs * PRUNE_BUDGET_SHARE;
+      for (;;) {
+        const pruned = await this.store.pruneRuns(retention, PRUNE_BATCH_ROWS);
+        total += pruned;
+        if (pruned < PRUNE_BATCH_ROWS || performance.now() >= deadline) break;
+      }
+    }
+    if (this.telemetry.enabled) await this.readSuccesses();
+    return total;
+  }
+
+  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
+    const firedAt = Date.now();
+    const plan = this.plan(job, firedAt);
+    let claim: TickClaim | undefined;
+    let stamp = 0;
+    let startedAt = 0;
+    let end: RunEnd | undefined;
+    const run = async (): Promise<unknown> => {
+      stamp = this.service.currentLock()?.stamp ?? 0;
+      claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+      if (claim.result !== 'claimed') return undefined;
+      this.checkSkew(plan, claim, firedAt);
+      startedAt = performance.now();
+      try {
+        const value = await call();
+        end = { outcome: 'succeeded', error: null, durationMs: performance.now() - startedAt };
+        return value;
+      } catch (error) {
+        end = { outcome: isLockLost(error) ? 'lock-lost' : 'failed', error: nameOf(error), durationMs: performance.now() - startedAt };
+        throw error;
+      } finally {
+        // Recorded while the grant is still held: the row is never seen `running` with its grant gone, unless the
+        // replica died (abandoned).
+        await this.recordEnd(plan, claim, stamp, end!);
+      }
+    };
+    try {
+      await this.service.runLocked({ target: job.label, lock, onUnavailable: lock.onUnavailable ?? 'skip', call: run });
+    } catch (error) {
+      if (error instanceof LockShutdownError) {
+        this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
+        return undefined;
+      }
+      if (claim?.result === 'claimed' && end?.outcome === 'succeeded' && error instanceof IllegalMonitorStateError) {
+        // The method succeeded, but its grant was gone when it was released: lost while it ran.
+        end = { ...end, outcome: 'lock-lost', error: error.name };
+        await this.recordEnd(plan, claim, stamp, end);
+      }
+      if (end !== undefined || !(error instanceof LockStoreError)) throw error;
+      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
+      return undefined;
+    }
+    if (claim === undefined) {
+      // The locks were busy: the tick is counted as skipped busy (and a replica that comes later may still run it).
+      claim = await this.store.claim(plan.job, plan.source, this.service.appId, null).catch(() => undefined);
+      this.telemetry.jobRan(plan.job, 'skipped-busy');
+      return undefined;
+    }
+    if (claim.result !== 'claimed') {
+      this.telemetry.jobRan(plan.job, claim.result === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
+      this.logger.debug(
+        `Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere'}`,
+      );
+    }
+    return undefined;
+  }
+
+  /** How this replica names the tick its timer fired for (`now`, its own clock). */
+  private plan(job: ScheduledJob, now: number): TickPlan {
+    const { schedule } = job;
+    const perReplica = job.runs === 'per-replica' || schedule.kind === 'timeout';
+    const base = { job: perReplica ? `${job.label}@${this.service.appId}` : job.label, schedule: schedule.description };
+    if (schedule.kind === 'cron') {
+      const { tick, period, next } = cronTickOf(schedule.time, now);
+      return { ...base, source: { at: tick }, skewBoundMs: perReplica ? undefined : period / 3, next: () => next };
+    }
+    if (perReplica) {
+      return { ...base, source: { at: now }, next: (tick) => (schedule.kind === 'interval' ? tick + schedule.ms : null) };
+    }
+    return { ...base, source: { periodMs: schedule.ms }, next: (tick) => tick + schedule.ms };
+  }
+
+  /** Records the end of a claimed run, the job's next tick and the success; a failure is logged only. */
+  private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd): Promise<void> {
+    if (claim?.result !== 'claimed') return;
+    this.telemetry.jobRan(plan.job, end.outcome);
+    const succeeded = end.outcome === 'succeeded';
+    if (succeeded) this.lastSucceeded.set(plan.job, { readAt: performance.now(), ageMs: 0 });
+    const registration: JobRegistration = { job: plan.job, schedule: plan.schedule, nextTick: plan.next(claim.tick) };
+    try {
+      await this.store.endRun(plan.job, claim.tick, stamp, end);
+      await this.store.touchJob(registration, succeeded);
+    } catch (error) {
+      this.logger.error(`${plan.job}: could not record the end of tick ${new Date(claim.tick).toISOString()}: ${messageOf(error)}`);
+    }
+  }
+
+  /** Warns (once a minute per job) when this replica's clock is further from the database's than the bound. */
+  private checkSkew(plan: TickPlan, claim: TickClaim, firedAt: number): void {
+    if (plan.skewBoundMs === undefined) return;
+    // The claim's database time is later than the firing by the claim's round trip: compare at the same instant.
+    const skew = Date.now() - claim.dbNow;
+    if (Math.abs(skew) <= plan.skewBoundMs || !Number.isFinite(plan.skewBoundMs)) return;
+    const last = this.skewWarnedAt.get(plan.job) ?? -Infinity;
+    if (firedAt - last < SKEW_WARNING_EVERY_MS) return;
+    this.skewWarnedAt.set(plan.job, firedAt);
+    this.logger.warn(
+      `${plan.job}: this replica's clock is ${Math.round(skew)} ms ${skew > 0 ? 'ahead of' : 'behind'} the database's, ` +
+        `beyond the ±${Math.round(plan.skewBoundMs)} ms its ticks are guaranteed for: synchronise it (NTP)`,
+    );
+  }
+
+  /** Seconds since each job's last success, for the gauge. */
+  private successAges(): ReadonlyMap<string, number> {
+    const ages = new Map<string, number>();
+    const now = performance.now();
+    for (const [job, { readAt, ageMs }] of this.lastSucceeded) ages.set(job, (ageMs + now - readAt) / 1000);
+    return ages;
+  }
+
+  private async readSuccesses(): Promise<void> {
+    const jobs = await this.store.listJobs();
+    const readAt = performance.now();
+    for (const { job, lastSucceededAt, lastSucceededAgeSeconds } of jobs) {
+      if (lastSucceededAt === null || lastSucceededAgeSeconds === null) continue;
+      this.lastSucceeded.set(job, { readAt, ageMs: lastSucceededAgeSeconds * 1000 });
+    }
+  }
+}
+
+/** Whether a run's error means its grant was lost while it ran. */
+function isLockLost(error: unknown): boolean {
+  return error instanceof LockLostError;
+}
+
+function nameOf(error: unknown): string {
+  const name = (error as { name?: unknown } | null)?.name;
+  return (typeof name === 'string' && name.length > 0 ? name : 'Error').slice(0, 200);
+}
+
+function messageOf(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
+}
+
+
