@@ -112,7 +112,9 @@ Module({
   providers,
 })(ReplicaModule);
 
-const app = await NestFactory.createApplicationContext(ReplicaModule, { logger: ['error', 'warn'] });
+/** LOG_LEVELS: Nest's log levels, comma-separated (empty: none; the failing job's errors would fill the output). */
+const levels = (env.LOG_LEVELS ?? 'error').split(',').filter(Boolean);
+const app = await NestFactory.createApplicationContext(ReplicaModule, { logger: levels.length > 0 ? /** @type {never} */ (levels) : false });
 dataSource = app.get(DataSource);
 process.stdout.write(`${JSON.stringify({ event: 'ready', appId: APP_ID, localMs: Date.now() })}\n`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
