@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import type { LockJobOutcome } from '../interfaces/index.js';
 import { bigintAsNumber } from './bigint-as-number.transformer.js';
 
@@ -9,8 +9,11 @@ import { bigintAsNumber } from './bigint-as-number.transformer.js';
  * @publicApi
  */
 @Entity({ name: 'locking_job_run' })
+@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped')`)
 export class LockingJobRunEntity {
   /** The job: `Class.method` (with `@appId` for a per-replica job). */
+  // A partial index the migration creates (the runs still going, by job); `synchronize` must leave it alone.
+  @Index('locking_job_run_running_idx', { synchronize: false })
   @PrimaryColumn({ name: 'job', type: 'varchar', length: 200, primaryKeyConstraintName: 'locking_job_run_pk' })
   job!: string;
 

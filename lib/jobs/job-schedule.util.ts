@@ -71,7 +71,8 @@ export function cronTickOf(time: CronTime, now: number): CronTick {
     const at = time.sendAt().toMillis();
     return { tick: at, period: Number.POSITIVE_INFINITY, next: Number.POSITIVE_INFINITY };
   }
-  const after = (ms: number): number => time.getNextDateFrom(new Date(ms)).toMillis();
+  const zone = zoneOf(time);
+  const after = (ms: number): number => time.getNextDateFrom(new Date(ms), zone).toMillis();
   const next = after(now);
   // The latest fire time at or before `now`, looked for no further back than `next` is ahead.
   let previous: number | undefined;
@@ -83,4 +84,13 @@ export function cronTickOf(time: CronTime, now: number): CronTick {
   const tick = previous !== undefined && now - previous <= next - now ? previous : next;
   const following = tick === next ? after(next) : next;
   return { tick, period: following - tick, next: following };
+}
+
+/** The zone `CronJob` reads the expression in: its `timeZone`, its `utcOffset` (minutes), or the system's. */
+function zoneOf(time: CronTime): string | undefined {
+  const offset = time.utcOffset;
+  if (offset === undefined || offset === null) return time.timeZone;
+  const hours = Math.trunc(offset / 60);
+  const minutes = Math.abs(offset - hours * 60);
+  return `UTC${offset < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:${String(minutes).padStart(2, '0')}`;
 }

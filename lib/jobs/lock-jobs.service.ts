@@ -7,7 +7,13 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { IllegalMonitorStateError, LockLostError, LockShutdownError, LockStoreError } from '../errors/index.js';
+import {
+  IllegalMonitorStateError,
+  LockLostError,
+  LockShutdownError,
+  LockStoreError,
+  LockTablesMissingError,
+} from '../errors/index.js';
 import type { LockJobRuns } from '../interfaces/index.js';
 import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
@@ -123,6 +129,22 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   /** Prunes the history (as the lock log is pruned) and reloads the jobs' last successes for the gauge. */
   async prune(): Promise<number> {
+    try {
+      return await this.pruneHistory();
+    } catch (error) {
+      // A database migrated before the run history existed: the locks work; the history waits for the migration.
+      if (!(error instanceof LockTablesMissingError)) throw error;
+      if (!this.missingTablesWarned) {
+        this.missingTablesWarned = true;
+        this.logger.warn('The run history of scheduled jobs has no tables: run the lock migrations (LOCK_MIGRATIONS)');
+      }
+      return 0;
+    }
+  }
+
+  private missingTablesWarned = false;
+
+  private async pruneHistory(): Promise<number> {
     let total = 0;
     const retention = this.options.logRetentionMs;
     if (retention > 0) {

@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 import type { LockJobOutcome } from '../../interfaces/index.js';
 import { bigintAsNumber } from '../bigint-as-number.transformer.js';
 
@@ -10,6 +10,8 @@ import { bigintAsNumber } from '../bigint-as-number.transformer.js';
  * @publicApi
  */
 @Entity({ name: 'locking_job_run' })
+@Index('locking_job_run_running_idx', ['job', 'outcome'])
+@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped')`)
 export class MysqlLockingJobRunEntity {
   /** The job: `Class.method` (with `@appId` for a per-replica job). */
   @PrimaryColumn({ name: 'job', type: 'varchar', length: 200 })

@@ -26,10 +26,13 @@ let dataSource;
 /** @param {string} job @param {string} phase */
 const hit = (job, phase) => dataSource.query(INSERT_HIT, [job, APP_ID, phase, Date.now()]);
 
-/** Applies method decorators by hand (this file is plain JavaScript), the lowest first, as TypeScript would. */
+/**
+ * Applies method decorators by hand (this file is plain JavaScript), the lowest first, as TypeScript would.
+ * @param {Function & { prototype: object }} target @param {string} key @param {Array<(target: object, key: string, descriptor: never) => unknown>} decorators
+ */
 function decorate(target, key, ...decorators) {
   let descriptor = /** @type {PropertyDescriptor} */ (Object.getOwnPropertyDescriptor(target.prototype, key));
-  for (const decorator of decorators.reverse()) descriptor = decorator(target.prototype, key, descriptor) ?? descriptor;
+  for (const decorator of decorators.reverse()) descriptor = /** @type {PropertyDescriptor} */ (decorator(target.prototype, key, /** @type {never} */ (descriptor)) ?? descriptor);
   Object.defineProperty(target.prototype, key, descriptor);
   Injectable()(target);
   return target;

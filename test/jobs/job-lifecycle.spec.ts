@@ -1,0 +1,116 @@
+import { Injectable, Logger, type LoggerService, Module } from '@nestjs/common';
+import { Cron, SchedulerRegistry } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type LockJobRun, WithLocks } from 'nestjs-db-locks';
+import { DIALECTS } from '../support/dialects.js';
+import { lockAppImports } from '../support/lock-app.js';
+import type { TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+/** Runs of the slow job: started and ended. */
+const slow = { started: 0, ended: 0 };
+
+@Injectable()
+class ShutdownJobs {
+  @Cron('* * * * * *', { name: 'slow-job' })
+  @WithLocks('SHUTDOWN_JOB_WRITE')
+  async run(): Promise<void> {
+    slow.started++;
+    await sleep(1200);
+    slow.ended++;
+  }
+}
+
+@Injectable()
+class PrunedJobs {
+  @Cron('* * * * * *')
+  @WithLocks('PRUNED_JOB_WRITE')
+  async run(): Promise<void> {}
+}
+
+/** Every line logged, with its level and context. */
+interface Line {
+  readonly level: string;
+  readonly message: string;
+}
+
+async function boot(url: string, provider: new () => object, options: Record<string, number>) {
+  @Module({ imports: lockAppImports(url, { appId: `lifecycle-${provider.name}`, ...options }), providers: [provider] })
+  class LifecycleModule {}
+  const moduleRef = await Test.createTestingModule({ imports: [LifecycleModule] }).compile();
+  return moduleRef.createNestApplication({ logger: ['error', 'warn', 'log', 'debug'] }).init();
+}
+
+/** The rows of a job's history, newest first. */
+async function historyOf(db: TestDatabase, job: string): Promise<Array<Pick<LockJobRun, 'outcome'> & { tick_age_ms: number }>> {
+  return db.query(
+    db.url.startsWith('mysql:')
+      ? 'SELECT outcome, TIMESTAMPDIFF(MICROSECOND, tick, UTC_TIMESTAMP(6)) / 1000 AS tick_age_ms FROM locking_job_run WHERE job = $1 ORDER BY tick DESC'
+      : 'SELECT outcome, (extract(epoch FROM clock_timestamp() - tick) * 1000)::float8 AS tick_age_ms FROM locking_job_run WHERE job = $1 ORDER BY tick DESC',
+    [job],
+  );
+}
+
+for (const dialect of DIALECTS) {
+  dialect.describe(`Scheduled jobs at shutdown and the history's bounds, on ${dialect.name}`, () => {
+    let db: TestDatabase;
+    const lines: Line[] = [];
+    const capture: LoggerService = {
+      log: (message: string) => void lines.push({ level: 'log', message: String(message) }),
+      error: (message: unknown) => void lines.push({ level: 'error', message: String(message) }),
+      warn: (message: string) => void lines.push({ level: 'warn', message: String(message) }),
+      debug: (message: string) => void lines.push({ level: 'debug', message: String(message) }),
+    };
+
+    beforeAll(async () => {
+      db = await dialect.createDatabase();
+    });
+    afterAll(async () => {
+      Logger.overrideLogger(false);
+      await db.drop();
+    });
+
+    it('skips a tick that fires after app.close() began with one debug line, and lets the run under way end', async () => {
+      Object.assign(slow, { started: 0, ended: 0 });
+      const app = await boot(db.url, ShutdownJobs, {});
+      Logger.overrideLogger(capture);
+      await until(() => slow.started === 1, 10_000);
+      const job = app.get(SchedulerRegistry).getCronJob('slow-job');
+      // The next ticks come from the test only: exactly one fires after close() began.
+      await job.stop();
+      lines.length = 0;
+      const closing = app.close();
+      await sleep(100);
+      await job.fireOnTick();
+      await closing;
+      Logger.overrideLogger(false);
+      expect(slow).toEqual({ started: 1, ended: 1 });
+      expect(lines.filter((line) => line.level === 'error' || line.level === 'warn')).toEqual([]);
+      expect(lines.filter((line) => /Skipped a tick of ShutdownJobs\.run/.test(line.message))).toEqual([
+        { level: 'debug', message: 'Skipped a tick of ShutdownJobs.run: the application is shutting down' },
+      ]);
+      // The run under way recorded its end before the pool closed.
+      expect((await historyOf(db, 'ShutdownJobs.run')).map((row) => row.outcome)).toEqual(['succeeded']);
+    });
+
+    it('prunes the history older than logRetentionMs on the reaper task, and keeps the last success', async () => {
+      const app = await boot(db.url, PrunedJobs, { logRetentionMs: 1500, reaperIntervalMs: 250 });
+      try {
+        await until(async () => (await historyOf(db, 'PrunedJobs.run')).length >= 1, 10_000);
+        await sleep(4500);
+        const rows = await historyOf(db, 'PrunedJobs.run');
+        // Ticks of the last 1.5 s, and what a reaper run 250 ms ago had not pruned yet: never the 4 or 5 ticks run.
+        expect(rows.length).toBeGreaterThanOrEqual(1);
+        expect(rows.length).toBeLessThanOrEqual(3);
+        for (const row of rows) expect(Number(row.tick_age_ms)).toBeLessThan(1500 + 250 + 500);
+        const [job] = await db.query<{ last_succeeded: unknown }>('SELECT last_succeeded FROM locking_job WHERE job = $1', [
+          'PrunedJobs.run',
+        ]);
+        expect(job!.last_succeeded).not.toBeNull();
+      } finally {
+        await app.close();
+      }
+    });
+  });
+}
