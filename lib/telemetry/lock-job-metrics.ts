@@ -10,7 +10,8 @@ export type JobSuccessAges = () => ReadonlyMap<string, number>;
 /**
  * The instruments of scheduled jobs: `nestjs_db_locks.job.runs` (ticks by job and outcome, counted by the replica
  * that ran or skipped them) and `nestjs_db_locks.job.last_success.age` (seconds since the job's last successful run
- * anywhere in the fleet, as this replica last read or recorded it: the gauge to alert on).
+ * anywhere in the fleet, as replica `app.id` last read or recorded it: the gauge to alert on, with the minimum across
+ * replicas).
  * @internal
  */
 export class LockJobMetrics {
@@ -48,7 +49,7 @@ export class LockJobMetrics {
   observe(ages: JobSuccessAges): void {
     this.stop?.();
     const callback = (result: ObservableResult): void => {
-      for (const [job, seconds] of ages()) result.observe(seconds, { job });
+      for (const [job, seconds] of ages()) result.observe(seconds, { job, 'app.id': this.appId });
     };
     this.age.addCallback(callback);
     this.stop = () => this.age.removeCallback(callback);
