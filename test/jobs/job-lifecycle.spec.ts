@@ -29,14 +29,37 @@ class PrunedJobs {
   async run(): Promise<void> {}
 }
 
+/** Runs of the shared job under way, and the most at once. */
+const shared = { running: 0, most: 0, runs: 0 };
+
+@Injectable()
+class SharedJobs {
+  /** A read lock with 5 permits: the locks alone would let its runs overlap. */
+  @Cron('* * * * * *')
+  @WithLocks('SHARED_REPORT_READ')
+  async run(): Promise<void> {
+    shared.runs++;
+    shared.most = Math.max(shared.most, ++shared.running);
+    await sleep(2200);
+    shared.running--;
+  }
+}
+
+@Injectable()
+class SkewedJobs {
+  @Cron('* * * * * *')
+  @WithLocks('SKEWED_WRITE')
+  async run(): Promise<void> {}
+}
+
 /** Every line logged, with its level and context. */
 interface Line {
   readonly level: string;
   readonly message: string;
 }
 
-async function boot(url: string, provider: new () => object, options: Record<string, number>) {
-  @Module({ imports: lockAppImports(url, { appId: `lifecycle-${provider.name}`, ...options }), providers: [provider] })
+async function boot(url: string, provider: new () => object, options: Record<string, number>, appId = `lifecycle-${provider.name}`) {
+  @Module({ imports: lockAppImports(url, { appId, ...options }), providers: [provider] })
   class LifecycleModule {}
   const moduleRef = await Test.createTestingModule({ imports: [LifecycleModule] }).compile();
   return moduleRef.createNestApplication({ logger: ['error', 'warn', 'log', 'debug'] }).init();
@@ -92,6 +115,43 @@ for (const dialect of DIALECTS) {
       ]);
       // The run under way recorded its end before the pool closed.
       expect((await historyOf(db, 'ShutdownJobs.run')).map((row) => row.outcome)).toEqual(['succeeded']);
+    });
+
+    it('never overlaps two runs of a job, even when its locks would let them (a read lock with 5 permits)', async () => {
+      await db.query(
+        dialect.name === 'MariaDB'
+          ? "INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ('SHARED_REPORT', 'R', 5)"
+          : "INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ('SHARED_REPORT', 'R', 5)",
+      );
+      Object.assign(shared, { running: 0, most: 0, runs: 0 });
+      const apps = [await boot(db.url, SharedJobs, {}), await boot(db.url, SharedJobs, {}, 'shared-b')];
+      try {
+        await until(() => shared.runs >= 2, 15_000);
+      } finally {
+        await Promise.all(apps.map((app) => app.close()));
+      }
+      expect(shared.most).toBe(1);
+      const rows = await historyOf(db, 'SharedJobs.run');
+      expect(rows.filter((row) => row.outcome === 'skipped').length).toBeGreaterThanOrEqual(1);
+    });
+
+    it('warns, once, when a replica clock is further from the database than a third of the period', async () => {
+      const app = await boot(db.url, SkewedJobs, {});
+      const realNow = Date.now;
+      lines.length = 0;
+      Logger.overrideLogger(capture);
+      // This replica's clock jumps 600 ms ahead: beyond the 333 ms of a one-second schedule.
+      Date.now = () => realNow() + 600;
+      try {
+        await until(async () => (await historyOf(db, 'SkewedJobs.run')).length >= 3, 10_000);
+      } finally {
+        Date.now = realNow;
+        Logger.overrideLogger(false);
+        await app.close();
+      }
+      const warnings = lines.filter((line) => line.level === 'warn');
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.message).toMatch(/^SkewedJobs\.run: this replica's clock is \d+ ms ahead of the database's, beyond the ±333 ms/);
     });
 
     it('prunes the history older than logRetentionMs on the reaper task, and keeps the last success', async () => {
