@@ -3,7 +3,7 @@ import { InvalidLockSpecError } from '../errors/index.js';
 import type { LockSpec, LockSpecsFactory, WithLocksOptions } from '../interfaces/index.js';
 import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
 import { LockJobs } from '../jobs/lock-jobs.service.js';
-import { type JobSchedule, scheduleOf } from '../jobs/job-schedule.util.js';
+import { calledByTimer, type JobSchedule, scheduleOf } from '../jobs/job-schedule.util.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
@@ -54,7 +54,8 @@ export type WithLocksDecorator<A extends unknown[] = never[]> = <T extends Locka
  * `transaction`, the method runs in a fenced transaction (see `WithLocksOptions.transaction`).
  * On a `@Cron` or `@Interval` job, each tick runs once across the fleet: the replica that takes the group claims the
  * tick in the database, the others skip it, and the run history records it (`scheduledRuns: 'per-replica'` runs it
- * on every replica instead). When the group is not available: scheduled jobs skip the run (one log line), other methods throw
+ * on every replica instead). A direct call of such a method (not from the schedule's timer) is no tick: it runs
+ * under the group like any other call. When the group is not available: scheduled jobs skip the run (one log line), other methods throw
  * `LockNotAcquiredError` (HTTP 423 through `LockHttpInterceptor`); set `onUnavailable` to choose. Specs are checked
  * when the class is defined: a typo fails at start-up with `InvalidLockSpecError`.
  * @publicApi
@@ -78,10 +79,12 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
       // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
       async apply(method, thisArg, callArgs) {
         const scheduled = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
+        // A tick comes from the schedule module's timer; a direct call (a "run now") is no tick of the schedule.
+        const tick = scheduled && calledByTimer();
         const service = LockServiceHost.resolve(thisArg, label);
         const call = () => Reflect.apply(method, thisArg, callArgs);
         schedule ??= scheduled ? (scheduleOf(wrapped) ?? null) : null;
-        const jobs = schedule ? LockJobs.of(service) : undefined;
+        const jobs = schedule && tick ? LockJobs.of(service) : undefined;
         if (schedule && jobs) {
           // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
           return jobs.runTick({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' }, lock.forCall(callArgs), call);

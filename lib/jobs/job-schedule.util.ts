@@ -1,3 +1,4 @@
+import { executionAsyncResource } from 'node:async_hooks';
 import { CronTime } from 'cron';
 import { SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
 
@@ -93,4 +94,15 @@ function zoneOf(time: CronTime): string | undefined {
   const hours = Math.trunc(offset / 60);
   const minutes = Math.abs(offset - hours * 60);
   return `UTC${offset < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:${String(minutes).padStart(2, '0')}`;
+}
+
+/**
+ * Whether the current call comes straight from a timer's callback: a tick of `@nestjs/schedule` (its cron and
+ * interval jobs run on `setTimeout` / `setInterval`), not a direct call of the method (a controller's "run now").
+ * Read synchronously, before the first `await` of the call.
+ * @internal
+ */
+export function calledByTimer(): boolean {
+  const resource = executionAsyncResource() as { constructor?: { name?: unknown } } | undefined;
+  return resource?.constructor?.name === 'Timeout';
 }

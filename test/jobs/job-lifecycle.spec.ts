@@ -52,6 +52,18 @@ class SkewedJobs {
   async run(): Promise<void> {}
 }
 
+@Injectable()
+class DirectJobs {
+  runs = 0;
+
+  /** Once a year: the test calls it directly. */
+  @Cron('0 0 0 1 1 *')
+  @WithLocks('DIRECT_JOB_WRITE')
+  async run(): Promise<number> {
+    return ++this.runs;
+  }
+}
+
 /** Every line logged, with its level and context. */
 interface Line {
   readonly level: string;
@@ -105,7 +117,8 @@ for (const dialect of DIALECTS) {
       lines.length = 0;
       const closing = app.close();
       await sleep(100);
-      await job.fireOnTick();
+      // From a timer, as the schedule module fires it (a direct call of the method is no tick).
+      await new Promise<void>((resolve) => setTimeout(() => void job.fireOnTick().then(resolve), 0));
       await closing;
       Logger.overrideLogger(false);
       expect(slow).toEqual({ started: 1, ended: 1 });
@@ -152,6 +165,18 @@ for (const dialect of DIALECTS) {
       const warnings = lines.filter((line) => line.level === 'warn');
       expect(warnings).toHaveLength(1);
       expect(warnings[0]!.message).toMatch(/^SkewedJobs\.run: this replica's clock is \d+ ms ahead of the database's, beyond the ±333 ms/);
+    });
+
+    it('runs a direct call of a scheduled method (a "run now") under its locks, as no tick: each call runs', async () => {
+      const app = await boot(db.url, DirectJobs, {});
+      try {
+        const jobs = app.get(DirectJobs);
+        expect(await jobs.run()).toBe(1);
+        expect(await jobs.run()).toBe(2);
+        expect(await historyOf(db, 'DirectJobs.run')).toEqual([]);
+      } finally {
+        await app.close();
+      }
     });
 
     it('prunes the history older than logRetentionMs on the reaper task, and keeps the last success', async () => {
