@@ -7,7 +7,10 @@ export type TickSource = { readonly at: number } | { readonly periodMs: number }
 export interface TickClaim {
   /** The tick (epoch ms). */
   readonly tick: number;
-  /** `'claimed'`: this run is the tick's; `'busy'`: another run of the job still goes (or the locks were busy); `'elsewhere'`: another replica claimed it first. */
+  /**
+   * `'claimed'`: this run is the tick's; `'busy'`: another run of the job still goes (or the locks were busy);
+   * `'elsewhere'`: another replica claimed it first.
+   */
   readonly result: 'claimed' | 'busy' | 'elsewhere';
   /** The database clock at the claim (epoch ms). */
   readonly dbNow: number;

@@ -177,7 +177,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         end = { outcome: 'succeeded', error: null, durationMs: performance.now() - startedAt };
         return value;
       } catch (error) {
-        end = { outcome: isLockLost(error) ? 'lock-lost' : 'failed', error: nameOf(error), durationMs: performance.now() - startedAt };
+        const outcome = isLockLost(error) ? 'lock-lost' : 'failed';
+        end = { outcome, error: nameOf(error), durationMs: performance.now() - startedAt };
         throw error;
       } finally {
         // Recorded while the grant is still held: the row is never seen `running` with its grant gone, unless the
@@ -209,9 +210,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     }
     if (claim.result !== 'claimed') {
       this.telemetry.jobRan(plan.job, claim.result === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
-      this.logger.debug(
-        `Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere'}`,
-      );
+      const why = claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
+      this.logger.debug(`Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${why}`);
     }
     return undefined;
   }
@@ -242,7 +242,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       await this.store.endRun(plan.job, claim.tick, stamp, end);
       await this.store.touchJob(registration, succeeded);
     } catch (error) {
-      this.logger.error(`${plan.job}: could not record the end of tick ${new Date(claim.tick).toISOString()}: ${messageOf(error)}`);
+      const tick = new Date(claim.tick).toISOString();
+      this.logger.error(`${plan.job}: could not record the end of tick ${tick}: ${messageOf(error)}`);
     }
   }
 

@@ -8,7 +8,8 @@
 const MS_OF = (expression: string): string => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) / 1000`;
 
 /** ? period (ms) twice: the start of the current period on the database clock (epoch ms), and the clock. */
-export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? AS slot_ms, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
+export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? AS slot_ms,
+  ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
 
 /** ? job, ? tick: whether another tick of the job is still running (its grant live). */
 export const SELECT_BUSY = `SELECT EXISTS (

@@ -72,6 +72,7 @@ export const SELECT_JOBS = `SELECT job, schedule, next_tick, last_succeeded,
 /** $1 retention (ms), $2 limit: deletes ended runs (and abandoned ones) whose tick is older than the retention. */
 export const PRUNE_RUNS = `DELETE FROM locking_job_run WHERE (job, tick) IN (
   SELECT r.job, r.tick FROM locking_job_run r
-   WHERE r.tick < clock_timestamp() - $1 * interval '1 millisecond' AND (r.outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp))
+   WHERE r.tick < clock_timestamp() - $1 * interval '1 millisecond'
+     AND (r.outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp))
    LIMIT $2
    FOR UPDATE SKIP LOCKED)`;

@@ -8,7 +8,10 @@ import { type Column, duration, printJson, table, timestamp } from '../lock-cli.
 
 /** `skipped 2 busy, 1 elsewhere`: the replicas a tick refused. */
 function skippedText(run: LockJobRun): string {
-  const parts = [run.skippedBusy > 0 ? `${run.skippedBusy} busy` : '', run.skippedElsewhere > 0 ? `${run.skippedElsewhere} elsewhere` : ''];
+  const parts = [
+    run.skippedBusy > 0 ? `${run.skippedBusy} busy` : '',
+    run.skippedElsewhere > 0 ? `${run.skippedElsewhere} elsewhere` : '',
+  ];
   return parts.filter(Boolean).join(', ') || '-';
 }
 
