@@ -10,6 +10,7 @@ import type { DataSource } from 'typeorm';
 import {
   IllegalMonitorStateError,
   LockLostError,
+  LockNotAcquiredError,
   LockShutdownError,
   LockStoreError,
   LockTablesMissingError,
@@ -107,7 +108,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     const nextTick = 'at' in source ? plan.next(source.at) : null;
     await this.store
       .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
-      .catch((error: unknown) => this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`));
+      .catch((error: unknown) => {
+        if (error instanceof LockTablesMissingError) this.warnMissingTables();
+        else this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`);
+      });
   }
 
   /**
@@ -134,10 +138,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     } catch (error) {
       // A database migrated before the run history existed: the locks work; the history waits for the migration.
       if (!(error instanceof LockTablesMissingError)) throw error;
-      if (!this.missingTablesWarned) {
-        this.missingTablesWarned = true;
-        this.logger.warn('The run history of scheduled jobs has no tables: run the lock migrations (LOCK_MIGRATIONS)');
-      }
+      this.warnMissingTables();
       return 0;
     }
   }
@@ -168,7 +169,14 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     let end: RunEnd | undefined;
     const run = async (): Promise<unknown> => {
       stamp = this.service.currentLock()?.stamp ?? 0;
-      claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+      try {
+        claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+      } catch (error) {
+        if (!(error instanceof LockTablesMissingError)) throw error;
+        // Migrated before the run history existed: the job runs under its locks as it did, until the migration.
+        this.warnMissingTables();
+        return call();
+      }
       if (claim.result !== 'claimed') return undefined;
       this.checkSkew(plan, claim, firedAt);
       startedAt = performance.now();
@@ -186,9 +194,11 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         await this.recordEnd(plan, claim, stamp, end!);
       }
     };
+    let result: unknown;
     try {
-      await this.service.runLocked({ target: job.label, lock, onUnavailable: lock.onUnavailable ?? 'skip', call: run });
+      result = await this.service.runLocked({ target: job.label, lock, onUnavailable: lock.onUnavailable ?? 'skip', call: run });
     } catch (error) {
+      if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
       if (error instanceof LockShutdownError) {
         this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
         return undefined;
@@ -203,17 +213,32 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       return undefined;
     }
     if (claim === undefined) {
-      // The locks were busy: the tick is counted as skipped busy (and a replica that comes later may still run it).
-      claim = await this.store.claim(plan.job, plan.source, this.service.appId, null).catch(() => undefined);
-      this.telemetry.jobRan(plan.job, 'skipped-busy');
-      return undefined;
+      if (end === undefined && stamp === 0) await this.countBusy(plan);
+      return result;
     }
     if (claim.result !== 'claimed') {
       this.telemetry.jobRan(plan.job, claim.result === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
       const why = claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
       this.logger.debug(`Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${why}`);
     }
-    return undefined;
+    return result;
+  }
+
+  /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
+  private async countBusy(plan: TickPlan): Promise<void> {
+    this.telemetry.jobRan(plan.job, 'skipped-busy');
+    await this.store.claim(plan.job, plan.source, this.service.appId, null).catch((error: unknown) => {
+      if (error instanceof LockTablesMissingError) this.warnMissingTables();
+    });
+  }
+
+  private warnMissingTables(): void {
+    if (this.missingTablesWarned) return;
+    this.missingTablesWarned = true;
+    this.logger.warn(
+      'The run history of scheduled jobs has no tables: jobs run under their locks on every replica, as before, ' +
+        'until you run the lock migrations (LOCK_MIGRATIONS)',
+    );
   }
 
   /** How this replica names the tick its timer fired for (`now`, its own clock). */

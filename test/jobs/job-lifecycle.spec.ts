@@ -1,4 +1,4 @@
-import { Injectable, Logger, type LoggerService, Module } from '@nestjs/common';
+import { Injectable, Logger, type LoggerService, type LogLevel, Module } from '@nestjs/common';
 import { Cron, SchedulerRegistry } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,17 +64,34 @@ class DirectJobs {
   }
 }
 
+@Injectable()
+class UnmigratedJobs {
+  runs = 0;
+
+  @Cron('* * * * * *')
+  @WithLocks('UNMIGRATED_JOB_WRITE')
+  async run(): Promise<void> {
+    this.runs++;
+  }
+}
+
 /** Every line logged, with its level and context. */
 interface Line {
   readonly level: string;
   readonly message: string;
 }
 
-async function boot(url: string, provider: new () => object, options: Record<string, number>, appId = `lifecycle-${provider.name}`) {
+async function boot(
+  url: string,
+  provider: new () => object,
+  options: Record<string, number>,
+  appId = `lifecycle-${provider.name}`,
+  logger: LoggerService | LogLevel[] = ['error', 'warn', 'log', 'debug'],
+) {
   @Module({ imports: lockAppImports(url, { appId, ...options }), providers: [provider] })
   class LifecycleModule {}
   const moduleRef = await Test.createTestingModule({ imports: [LifecycleModule] }).compile();
-  return moduleRef.createNestApplication({ logger: ['error', 'warn', 'log', 'debug'] }).init();
+  return moduleRef.createNestApplication({ logger }).init();
 }
 
 /** The rows of a job's history, newest first. */
@@ -177,6 +194,25 @@ for (const dialect of DIALECTS) {
       } finally {
         await app.close();
       }
+    });
+
+    it('keeps running jobs under their locks, with one warning, on a database not migrated to the run history', async () => {
+      const old = await dialect.createDatabase();
+      await old.query('DROP TABLE locking_job');
+      await old.query('DROP TABLE locking_job_run');
+      lines.length = 0;
+      const app = await boot(old.url, UnmigratedJobs, { reaperIntervalMs: 300 }, 'unmigrated', capture);
+      try {
+        await until(() => app.get(UnmigratedJobs).runs >= 2, 10_000);
+      } finally {
+        await app.close();
+        Logger.overrideLogger(false);
+        await old.drop();
+      }
+      expect(lines.filter((line) => line.level === 'error')).toEqual([]);
+      const warnings = lines.filter((line) => line.level === 'warn' && /run history of scheduled jobs/.test(line.message));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.message).toContain('run the lock migrations');
     });
 
     it('prunes the history older than logRetentionMs on the reaper task, and keeps the last success', async () => {
