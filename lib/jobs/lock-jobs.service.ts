@@ -15,41 +15,23 @@ import {
   LockStoreError,
   LockTablesMissingError,
 } from '../errors/index.js';
-import type { LockJobRuns } from '../interfaces/index.js';
 import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
 import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import type { JobRegistration, JobRunStore, RunEnd, TickClaim, TickSource } from './job-runs.store.js';
+import type { JobRegistration, JobRunStore, RunEnd, TickClaim } from './job-runs.store.js';
 import { createJobRunStore } from './job-runs.store.factory.js';
-import { cronTickOf, type JobSchedule } from './job-schedule.util.js';
+import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
-/** A scheduled `@WithLocks` method, as its decorator describes it. @internal */
-export interface ScheduledJob {
-  /** `Class.method`. */
-  readonly label: string;
-  readonly schedule: JobSchedule;
-  readonly runs: LockJobRuns;
-}
+export type { ScheduledJob } from './job-tick.plan.js';
 
 /** How often one job's clock-skew warning may repeat. */
 const SKEW_WARNING_EVERY_MS = 60_000;
 
 /** Share of the reaper's interval one pruning run may take (then the next run goes on), as for the lock log. */
 const PRUNE_BUDGET_SHARE = 0.5;
-
-/** One tick as a replica sees it: the job's name in the history, what to claim, and how to find the next tick. */
-interface TickPlan {
-  readonly job: string;
-  /** The schedule's description, for the history. */
-  readonly schedule: string;
-  readonly source: TickSource;
-  /** The skew bound (ms) for a tick named by this replica's clock; undefined when the database names it. */
-  readonly skewBoundMs?: number;
-  readonly next: (tick: number) => number | null;
-}
 
 /**
  * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
@@ -103,7 +85,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
   async register(job: ScheduledJob): Promise<void> {
-    const plan = this.plan(job, Date.now());
+    const plan = planTick(job, this.service.appId, Date.now());
     const source = plan.source;
     const nextTick = 'at' in source ? plan.next(source.at) : null;
     await this.store
@@ -162,7 +144,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
     const firedAt = Date.now();
-    const plan = this.plan(job, firedAt);
+    const plan = planTick(job, this.service.appId, firedAt);
     let claim: TickClaim | undefined;
     let stamp = 0;
     let startedAt = 0;
@@ -239,21 +221,6 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       'The run history of scheduled jobs has no tables: jobs run under their locks on every replica, as before, ' +
         'until you run the lock migrations (LOCK_MIGRATIONS)',
     );
-  }
-
-  /** How this replica names the tick its timer fired for (`now`, its own clock). */
-  private plan(job: ScheduledJob, now: number): TickPlan {
-    const { schedule } = job;
-    const perReplica = job.runs === 'per-replica' || schedule.kind === 'timeout';
-    const base = { job: perReplica ? `${job.label}@${this.service.appId}` : job.label, schedule: schedule.description };
-    if (schedule.kind === 'cron') {
-      const { tick, period, next } = cronTickOf(schedule.time, now);
-      return { ...base, source: { at: tick }, skewBoundMs: perReplica ? undefined : period / 3, next: () => next };
-    }
-    if (perReplica) {
-      return { ...base, source: { at: now }, next: (tick) => (schedule.kind === 'interval' ? tick + schedule.ms : null) };
-    }
-    return { ...base, source: { periodMs: schedule.ms }, next: (tick) => tick + schedule.ms };
   }
 
   /** Records the end of a claimed run, the job's next tick and the success; a failure is logged only. */

@@ -1,8 +1,8 @@
-import { Injectable, Logger, type LoggerService, type LogLevel, Module } from '@nestjs/common';
-import { Cron, SchedulerRegistry } from '@nestjs/schedule';
+import { Injectable, Logger, type LoggerService, type LogLevel, Module, type Type } from '@nestjs/common';
+import { Cron, SchedulerRegistry, Timeout } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type LockJobRun, WithLocks } from 'nestjs-db-locks';
+import { type LockJobRun, LockService, WithLocks } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import { lockAppImports } from '../support/lock-app.js';
 import type { TestDatabase } from '../support/test-database.js';
@@ -75,6 +75,20 @@ class UnmigratedJobs {
   }
 }
 
+/** Runs of the start-up task, by replica. */
+const started: string[] = [];
+
+@Injectable()
+class StartupJobs {
+  constructor(private readonly locks: LockService) {}
+
+  @Timeout(200)
+  @WithLocks('STARTUP_TASK_WRITE')
+  async run(): Promise<void> {
+    started.push(this.locks.appId);
+  }
+}
+
 /** Every line logged, with its level and context. */
 interface Line {
   readonly level: string;
@@ -83,7 +97,7 @@ interface Line {
 
 async function boot(
   url: string,
-  provider: new () => object,
+  provider: Type,
   options: Record<string, number>,
   appId = `lifecycle-${provider.name}`,
   logger: LoggerService | LogLevel[] = ['error', 'warn', 'log', 'debug'],
@@ -213,6 +227,19 @@ for (const dialect of DIALECTS) {
       const warnings = lines.filter((line) => line.level === 'warn' && /run history of scheduled jobs/.test(line.message));
       expect(warnings).toHaveLength(1);
       expect(warnings[0]!.message).toContain('run the lock migrations');
+    });
+
+    it('runs a @Timeout job on every replica that starts, each in its own history', async () => {
+      started.length = 0;
+      const apps = [await boot(db.url, StartupJobs, {}, 'startup-a'), await boot(db.url, StartupJobs, {}, 'startup-b')];
+      try {
+        await until(async () => (await historyOf(db, 'StartupJobs.run@startup-b')).length === 1, 10_000);
+        await until(async () => (await historyOf(db, 'StartupJobs.run@startup-a')).length === 1, 10_000);
+      } finally {
+        await Promise.all(apps.map((app) => app.close()));
+      }
+      expect(started.sort()).toEqual(['startup-a', 'startup-b']);
+      expect((await historyOf(db, 'StartupJobs.run@startup-a')).map((row) => row.outcome)).toEqual(['succeeded']);
     });
 
     it('prunes the history older than logRetentionMs on the reaper task, and keeps the last success', async () => {
