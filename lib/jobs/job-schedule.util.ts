@@ -29,9 +29,10 @@ export function scheduleOf(method: object): JobSchedule | undefined {
   const type: unknown = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, method);
   if (type === CRON) {
     const options = Reflect.getMetadata(CRON_OPTIONS, method) as
-      | { cronTime: string | Date | { toMillis(): number }; timeZone?: string; utcOffset?: number }
+      | { cronTime: string | Date | { toMillis(): number }; timeZone?: string; utcOffset?: number; disabled?: boolean }
       | undefined;
-    if (!options) return undefined;
+    // A disabled job never ticks: nothing to claim or to register.
+    if (!options || options.disabled === true) return undefined;
     const { cronTime, timeZone, utcOffset } = options;
     // `CronTime` takes either a time zone or an offset, as `CronJob` does.
     const time =
