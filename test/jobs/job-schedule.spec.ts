@@ -1,5 +1,6 @@
+import { Cron, Interval } from '@nestjs/schedule';
 import { CronTime } from 'cron';
-import { cronTickOf } from '../../lib/jobs/job-schedule.util.js';
+import { cronTickOf, scheduleOf } from '../../lib/jobs/job-schedule.util.js';
 
 const at = (iso: string): number => new Date(iso).getTime();
 
@@ -33,5 +34,27 @@ describe('cronTickOf: the fire time a replica timer fired for', () => {
   it('names a one-off date by itself', () => {
     const date = new Date('2030-01-01T00:00:00.000Z');
     expect(cronTickOf(new CronTime(date), Date.now()).tick).toBe(date.getTime());
+  });
+});
+
+describe('scheduleOf: the schedule of a decorated method', () => {
+  class Jobs {
+    @Cron('0 */5 * * * *', { timeZone: 'Europe/Paris' })
+    nightly(): void {}
+
+    @Cron('* * * * * *', { disabled: true })
+    off(): void {}
+
+    @Interval(2500)
+    poll(): void {}
+
+    plain(): void {}
+  }
+
+  it('reads the cron expression and its zone, the interval, and nothing for a disabled job or a plain method', () => {
+    expect(scheduleOf(Jobs.prototype.nightly)).toMatchObject({ kind: 'cron', description: 'cron 0 */5 * * * * (Europe/Paris)' });
+    expect(scheduleOf(Jobs.prototype.poll)).toEqual({ kind: 'interval', description: 'every 2500 ms', ms: 2500 });
+    expect(scheduleOf(Jobs.prototype.off)).toBeUndefined();
+    expect(scheduleOf(Jobs.prototype.plain)).toBeUndefined();
   });
 });
