@@ -84,9 +84,13 @@ for (const dialect of DIALECTS) {
         expect(run).toMatchObject({ outcome: 'succeeded', error: null });
         expect(run.tick.getTime() % 1000).toBe(0);
         expect(['replica-a', 'replica-b', 'replica-c']).toContain(run.appId);
-        // Three replicas came to the tick: one ran it, the two others were refused (mostly "already run elsewhere").
-        expect(1 + run.skippedElsewhere + run.skippedBusy).toBe(3);
+        // The other replicas came to the tick and were refused (mostly "already run elsewhere"). The cron package
+        // itself drops a tick whose timer is more than 250 ms late, so under load a replica may miss one.
+        expect(run.skippedElsewhere + run.skippedBusy).toBeGreaterThanOrEqual(1);
+        expect(run.skippedElsewhere + run.skippedBusy).toBeLessThanOrEqual(2);
       }
+      const refused = runs.reduce((sum, run) => sum + run.skippedElsewhere + run.skippedBusy, 0);
+      expect(refused).toBeGreaterThanOrEqual(1.5 * runs.length);
       // The replica whose clock is ahead fires first and wins most ticks.
       const winners = countBy(runs.map((run: LockJobRun) => run.appId));
       expect(winners.get('replica-c') ?? 0).toBeGreaterThan(runs.length / 2);
