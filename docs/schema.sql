@@ -25,6 +25,32 @@ CREATE TABLE locking_instances (
   CONSTRAINT locking_instances_pkey PRIMARY KEY (app_id)
 );
 
+CREATE TABLE locking_job (
+  job character varying(200) NOT NULL,
+  schedule character varying(200) NOT NULL,
+  next_tick timestamp with time zone,
+  last_succeeded timestamp with time zone,
+  updated timestamp with time zone NOT NULL DEFAULT now(),
+  CONSTRAINT locking_job_pk PRIMARY KEY (job)
+);
+
+CREATE TABLE locking_job_run (
+  job character varying(200) NOT NULL,
+  tick timestamp with time zone NOT NULL,
+  outcome character varying(16) NOT NULL,
+  app_id character varying(200),
+  stamp bigint,
+  started timestamp with time zone,
+  duration_ms integer,
+  error character varying(200),
+  skipped_busy integer NOT NULL DEFAULT 0,
+  skipped_elsewhere integer NOT NULL DEFAULT 0,
+  CONSTRAINT locking_job_run_pk PRIMARY KEY (job, tick),
+  CONSTRAINT locking_job_run_outcome_check CHECK (((outcome)::text = ANY ((ARRAY['running'::character varying, 'succeeded'::character varying, 'failed'::character varying, 'lock-lost'::character varying, 'skipped'::character varying])::text[])))
+);
+CREATE INDEX locking_job_run_running_idx ON public.locking_job_run USING btree (job) WHERE ((outcome)::text = 'running'::text);
+CREATE INDEX locking_job_run_tick_idx ON public.locking_job_run USING btree (tick);
+
 CREATE TABLE locking_log (
   stamp bigint NOT NULL,
   app_id character varying(200) NOT NULL,

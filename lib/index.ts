@@ -38,6 +38,11 @@ export type {
   LockSchemaStatus,
   LockHealth,
   LockTelemetryOptions,
+  LockJobOutcome,
+  LockJobRuns,
+  LockJobRun,
+  LockJobInfo,
+  LockJobRunQuery,
 } from './interfaces/index.js';
 export {
   LOCK_ENTITIES,
@@ -47,6 +52,10 @@ export {
   LockingLogEntity,
   MysqlLockingEntity,
   MysqlLockingLogEntity,
+  LockingJobRunEntity,
+  LockingJobEntity,
+  MysqlLockingJobRunEntity,
+  MysqlLockingJobEntity,
 } from './entities/index.js';
 export {
   LOCK_MIGRATIONS,
@@ -57,6 +66,7 @@ export {
   ForcedLockRelease1795600000000,
   GroupLockChecks1795700000000,
   MysqlLockProcedures1795800000000,
+  JobRunHistory1796000000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

@@ -3,6 +3,7 @@ import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from './entities/index.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
+import { LockJobs } from './jobs/lock-jobs.service.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
 import type { LockModuleExtras } from './interfaces/index.js';
 import {
@@ -23,6 +24,7 @@ import { LockNotifications } from './services/lock-notifications.service.js';
 import { LockReaper } from './services/lock-reaper.service.js';
 import { LockService } from './services/lock.service.js';
 import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
+import { LockedCallsTracker } from './services/locked-calls.tracker.js';
 import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
@@ -49,12 +51,14 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
     lockTelemetryProvider,
     LockPermitsCache,
     LockLeases,
+    LockedCallsTracker,
     InstanceLock,
     LockReaper,
     LockNotifications,
     LockHealthCheck,
     LockDataSources,
     LockService,
+    LockJobs,
     LockTasksRegistrar,
     LockExplorer,
   ],

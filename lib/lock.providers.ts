@@ -5,6 +5,7 @@ import type { LockModuleOptions } from './interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
+import { createJobRunStore } from './jobs/job-runs.store.factory.js';
 import { LockStore } from './store/lock.store.js';
 import { createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
@@ -45,7 +46,7 @@ export function createLockAdminProvider(dataSource?: string): Provider {
   return {
     provide: LockAdminService,
     useFactory: (ds: DataSource, options: ResolvedLockOptions, store: LockStore) =>
-      new LockAdminService(createLockAdminStore(ds, options, store), options.instance),
+      new LockAdminService(createLockAdminStore(ds, options, store), options.instance, createJobRunStore(ds, options)),
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockStore],
   };
 }

@@ -7,6 +7,9 @@ import type {
   LockAdminOptions,
   LockGrant,
   LockGrantFilter,
+  LockJobInfo,
+  LockJobRun,
+  LockJobRunQuery,
   LockLogEntry,
   LockLogQuery,
   LockMode,
@@ -15,6 +18,8 @@ import type {
   LockWaiterInfo,
 } from '../interfaces/index.js';
 import { LOCK_MIGRATIONS } from '../migrations/index.js';
+import { createJobRunStore } from '../jobs/job-runs.store.factory.js';
+import type { JobRunStore } from '../jobs/job-runs.store.js';
 import type { LockAdminStore } from '../store/lock-admin.store.js';
 import { createLockAdminStore } from '../store/lock-stores.factory.js';
 import {
@@ -48,6 +53,7 @@ export class LockAdminService {
     private readonly store: LockAdminStore,
     /** Who acts: recorded as `endedBy` in the log of every forced release. */
     readonly actor: string,
+    private readonly jobRuns?: JobRunStore,
   ) {}
 
   /**
@@ -61,7 +67,7 @@ export class LockAdminService {
       throw new LockConfigurationError(`LockAdminService option actor must be 1-200 characters (got ${String(actor)})`);
     }
     const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs: options.queryTimeoutMs });
-    return new LockAdminService(createLockAdminStore(dataSource, resolved), actor);
+    return new LockAdminService(createLockAdminStore(dataSource, resolved), actor, createJobRunStore(dataSource, resolved));
   }
 
   /**
@@ -118,6 +124,48 @@ export class LockAdminService {
     if (name !== undefined) assertLockName(name);
     if (stamp !== undefined) assertStamp(stamp);
     return this.store.listLog({ limit, since, name, stamp });
+  }
+
+  /**
+   * Every scheduled `@WithLocks` job the fleet has registered, by name: its schedule, next tick, last success (and
+   * its age on the database clock) and its newest runs.
+   * @param options `runs`: how many of each job's newest runs to include (0–100, default 5).
+   */
+  async getJobs(options: { readonly runs?: number } = {}): Promise<LockJobInfo[]> {
+    const runs = options?.runs ?? 5;
+    if (!(Number.isInteger(runs) && runs >= 0 && runs <= 100)) {
+      throw new InvalidLockArgumentError('runs', runs, 'an integer from 0 to 100');
+    }
+    const store = this.jobStore();
+    const jobs = await store.listJobs();
+    return Promise.all(
+      jobs.map(async (job) => ({ ...job, lastRuns: runs === 0 ? [] : await store.listRuns({ job: job.job, limit: runs }) })),
+    );
+  }
+
+  /**
+   * The run history of scheduled jobs, newest tick first: one row per job and tick, with the replica that ran it,
+   * its start, duration and outcome, and how many replicas skipped it (busy, or already run elsewhere).
+   * @param query `job`, `since` (ticks since then), `limit` (1–10000, default 50).
+   */
+  getJobRuns(query: LockJobRunQuery = {}): Promise<LockJobRun[]> {
+    if (query === null || typeof query !== 'object') {
+      throw new InvalidLockArgumentError('query', query, 'an object { job?, since?, limit? }');
+    }
+    const { job, since, limit = 50 } = query;
+    assertLimit(limit);
+    if (job !== undefined && (typeof job !== 'string' || job.length < 1 || job.length > 200)) {
+      throw new InvalidLockArgumentError('job', job, 'a job name of 1-200 characters');
+    }
+    if (since !== undefined && !(since instanceof Date && Number.isFinite(since.getTime()))) {
+      throw new InvalidLockArgumentError('since', since, 'a valid Date');
+    }
+    return this.jobStore().listRuns({ job, since, limit });
+  }
+
+  private jobStore(): JobRunStore {
+    if (!this.jobRuns) throw new LockConfigurationError('This LockAdminService has no job history store');
+    return this.jobRuns;
   }
 
   /** Every row of the permits table (names without a row use the instances' `defaultPermits`). */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerJobsCommand } from './commands/jobs.command.js';
 import { registerLogCommand } from './commands/log.command.js';
 import { registerMigrateCommand } from './commands/migrate.command.js';
 import { registerPermitsCommand } from './commands/permits.command.js';
@@ -41,6 +42,7 @@ export function buildProgram(context: CliContext): Command {
   registerPermitsCommand(program, context);
   registerMigrateCommand(program, context);
   registerLogCommand(program, context);
+  registerJobsCommand(program, context);
   return program;
 }
 

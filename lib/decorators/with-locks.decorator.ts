@@ -2,6 +2,8 @@ import type { Observable } from 'rxjs';
 import { InvalidLockSpecError } from '../errors/index.js';
 import type { LockSpec, LockSpecsFactory, WithLocksOptions } from '../interfaces/index.js';
 import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
+import { LockJobs } from '../jobs/lock-jobs.service.js';
+import { calledByTimer, type JobSchedule, scheduleOf } from '../jobs/job-schedule.util.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
@@ -50,7 +52,10 @@ export type WithLocksDecorator<A extends unknown[] = never[]> = <T extends Locka
  * ```
  * A function as `locks` (or as the only argument) derives the group from the method's arguments at each call; with
  * `transaction`, the method runs in a fenced transaction (see `WithLocksOptions.transaction`).
- * When the group is not available: scheduled jobs skip the run (one log line), other methods throw
+ * On a `@Cron` or `@Interval` job, each tick runs once across the fleet: the replica that takes the group claims the
+ * tick in the database, the others skip it, and the run history records it (`scheduledRuns: 'per-replica'` runs it
+ * on every replica instead). A direct call of such a method (not from the schedule's timer) is no tick: it runs
+ * under the group like any other call. When the group is not available: scheduled jobs skip the run (one log line), other methods throw
  * `LockNotAcquiredError` (HTTP 423 through `LockHttpInterceptor`); set `onUnavailable` to choose. Specs are checked
  * when the class is defined: a typo fails at start-up with `InvalidLockSpecError`.
  * @publicApi
@@ -66,17 +71,29 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
     if (typeof original !== 'function') {
       throw new InvalidLockSpecError(label, '@WithLocks decorates methods only');
     }
+    // The schedule is read at the first call: `@Cron` above `@WithLocks` adds its metadata after this decorator ran.
+    let schedule: JobSchedule | null | undefined;
     // A Proxy keeps the method's name and length; the service is looked up when the method is called, so nothing
     // depends on module import order or lifecycle-hook order.
     const wrapped = new Proxy(original, {
       // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
       async apply(method, thisArg, callArgs) {
         const scheduled = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
-        return LockServiceHost.resolve(thisArg, label).runLocked({
+        // A tick comes from the schedule module's timer; a direct call (a "run now") is no tick of the schedule.
+        const tick = scheduled && calledByTimer();
+        const service = LockServiceHost.resolve(thisArg, label);
+        const call = () => Reflect.apply(method, thisArg, callArgs);
+        schedule ??= scheduled ? (scheduleOf(wrapped) ?? null) : null;
+        const jobs = schedule && tick ? LockJobs.of(service) : undefined;
+        if (schedule && jobs) {
+          // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
+          return jobs.runTick({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' }, lock.forCall(callArgs), call);
+        }
+        return service.runLocked({
           target: label,
           lock: lock.forCall(callArgs),
           onUnavailable: lock.onUnavailable ?? (scheduled ? 'skip' : 'throw'),
-          call: () => Reflect.apply(method, thisArg, callArgs),
+          call,
         });
       },
     });

@@ -1,5 +1,7 @@
 import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { LockJobs, type ScheduledJob } from '../jobs/lock-jobs.service.js';
+import { scheduleOf } from '../jobs/job-schedule.util.js';
 import { LOCKS_METADATA } from '../lock.constants.js';
 import { LockDataSources } from '../services/lock-data-sources.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
@@ -16,13 +18,15 @@ interface DecoratedMethod {
  * Finds every `@WithLocks` method of the application at start-up. Read-only: it binds each instance to this
  * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
  * warns when a permits row makes a decorated lock impossible to take, and fails the start-up when a fenced
- * transaction names a DataSource the application does not register. It never replaces a method.
+ * transaction names a DataSource the application does not register; registers the schedule of each scheduled job in
+ * the run history. It never replaces a method.
  * @internal
  */
 @Injectable()
 export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger('LockModule');
   private readonly methods: DecoratedMethod[] = [];
+  private readonly jobs: ScheduledJob[] = [];
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -30,6 +34,7 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
     private readonly service: LockService,
     private readonly permits: LockPermitsCache,
     private readonly dataSources: LockDataSources,
+    private readonly lockJobs: LockJobs,
   ) {}
 
   onModuleInit(): void {
@@ -48,13 +53,17 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
             : undefined;
         if (!lock) continue;
         decorated = true;
-        this.methods.push({ label: `${instance.constructor.name}.${name}`, lock });
+        const label = `${instance.constructor.name}.${name}`;
+        this.methods.push({ label, lock });
+        const schedule = scheduleOf(method as object);
+        if (schedule) this.jobs.push({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' });
       }
       if (decorated) LockServiceHost.bind(instance, this.service);
     }
   }
 
-  onApplicationBootstrap(): void {
+  /** Logs the decorated methods, checks their permits and DataSources, and registers the scheduled jobs' schedules. */
+  async onApplicationBootstrap(): Promise<void> {
     for (const { label, lock } of this.methods) {
       if (lock.transaction) this.dataSources.get(lock.transaction.dataSource);
       const specs = lock.requests?.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ') ?? 'locks from its arguments';
@@ -66,5 +75,6 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
         }
       }
     }
+    await Promise.all(this.jobs.map((job) => this.lockJobs.register(job)));
   }
 }

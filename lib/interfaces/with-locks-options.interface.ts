@@ -1,3 +1,4 @@
+import type { LockJobRuns } from './lock-job.interface.js';
 import type { LockRequest, LockSpec } from './lock-spec.interface.js';
 
 /**
@@ -83,4 +84,11 @@ export interface WithLocksOptions<A extends unknown[] = never[]> {
    * @default false
    */
   transaction?: boolean | WithLocksTransactionOptions;
+  /**
+   * For a `@Cron` or `@Interval` job: whether each tick runs once across the fleet (claimed in the database, recorded
+   * in the run history) or on every replica (never two at once). Ignored on other methods; a `@Timeout` job runs on
+   * every replica that starts.
+   * @default 'once-per-tick'
+   */
+  scheduledRuns?: LockJobRuns;
 }

@@ -5,6 +5,7 @@ import { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-wa
 import { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
 import { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
 import { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
+import { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 import { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
@@ -14,6 +15,7 @@ export { OrderedLockWaiters1795500000000 } from './1795500000000-ordered-lock-wa
 export { ForcedLockRelease1795600000000 } from './1795600000000-forced-lock-release.js';
 export { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.js';
 export { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
+export { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 export { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 
 /**
@@ -29,5 +31,6 @@ export const LOCK_MIGRATIONS = [
   ForcedLockRelease1795600000000,
   GroupLockChecks1795700000000,
   MysqlLockProcedures1795800000000,
+  JobRunHistory1796000000000,
   LockInstances1796200000000,
 ] as const;

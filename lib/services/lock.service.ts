@@ -2,7 +2,6 @@ import {
   Inject,
   Injectable,
   Logger,
-  type BeforeApplicationShutdown,
   type OnApplicationShutdown,
   type OnModuleDestroy,
   type OnModuleInit,
@@ -31,7 +30,6 @@ import type {
 } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
-import { LockTasksRegistrar } from '../tasks/lock-tasks.registrar.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import {
   assertLimit,
@@ -59,6 +57,7 @@ import { LockServiceHost } from './lock-service.host.js';
 import { LockTransactionContext } from './lock-transaction.storage.js';
 import type { LockedCall, LockHolder } from './lock-scope.js';
 import { runLocked } from './locked-call.runner.js';
+import { LockedCallsTracker } from './locked-calls.tracker.js';
 
 /**
  * Named read/write locks with permits, kept in the shared PostgreSQL database (seed 000's API).
@@ -68,7 +67,7 @@ import { runLocked } from './locked-call.runner.js';
  * @publicApi
  */
 @Injectable()
-export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown, OnApplicationShutdown {
+export class LockService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
   private readonly logger = new Logger('LockService');
   private granted = 0;
   private busy = 0;
@@ -77,8 +76,6 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
   private readonly closing = new AbortController();
   /** The waits under way, so that shutdown can await their clean-up. */
   private readonly waits = new Set<Promise<number>>();
-  /** The locked calls under way (`@WithLocks`, `withLocks`), so that shutdown lets them release before the pool closes. */
-  private readonly calls = new Set<Promise<unknown>>();
   /** What `@WithLocks` calls through (and the key of this service's re-entrancy context). */
   private readonly holder: LockHolder = {
     tryLocks: (locks, options) => this.tryLocks(locks, options),
@@ -103,7 +100,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
     private readonly health: LockHealthCheck,
     private readonly telemetry: LockTelemetry,
     private readonly dataSources: LockDataSources,
-    private readonly tasks: LockTasksRegistrar,
+    private readonly calls: LockedCallsTracker,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -148,28 +145,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
   /**
    * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows (the database is
    * still open at this stage); later acquisitions, waiting or not, are refused with the same error, so that no grant
-   * starts that the calls awaited by `beforeApplicationShutdown` would not include. @internal
+   * starts that the calls awaited at shutdown (`LockTasksRegistrar.beforeApplicationShutdown`) would not include. @internal
    */
   async onModuleDestroy(): Promise<void> {
     this.closing.abort(new LockShutdownError());
     await Promise.allSettled([...this.waits]);
-  }
-
-  /**
-   * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
-   * destroys it in the next phase, `onApplicationShutdown`); a call cut there would keep its locks until its lease
-   * expired. Meanwhile their leases are renewed and the app id stays held (a same-`appId` process is refused). Then the
-   * renewal stops; a grant still held outside a locked call (an imperative `tryLocks`) is reported lost to its holder
-   * (its rows stay until this `appId` starts again, or its lease ends); and last the app id is given up. @internal
-   */
-  async beforeApplicationShutdown(): Promise<void> {
-    await Promise.allSettled([...this.calls]);
-    await this.tasks.stop();
-    for (const stamp of this.leases.stamps()) {
-      this.leases.lose(stamp, 'the application shut down while it was held: it is no longer renewed');
-    }
-    this.leases.stop();
-    this.instanceLock.release();
   }
 
   /** @internal */
@@ -416,13 +396,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, BeforeApplica
 
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
-    const call = this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked));
-    this.calls.add(call);
-    void call.then(
-      () => this.calls.delete(call),
-      () => this.calls.delete(call),
-    );
-    return call;
+    return this.calls.track(this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked)));
   }
 
   /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */

@@ -3,14 +3,17 @@ import {
   Injectable,
   Logger,
   Optional,
+  type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { LockConfigurationError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS, TASK_PREFIX } from '../lock.constants.js';
+import { LockJobs } from '../jobs/lock-jobs.service.js';
 import { InstanceLock } from '../services/instance-lock.service.js';
 import { LockLeases } from '../services/lock-leases.service.js';
+import { LockedCallsTracker } from '../services/locked-calls.tracker.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
 import { LockReaper } from '../services/lock-reaper.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
@@ -23,8 +26,9 @@ interface Task {
 
 /**
  * Registers the library's periodic tasks with the application's `SchedulerRegistry` at bootstrap (their periods
- * come from the options, which decorators could not know): the permits refresh, the lease renewal, and the reaper.
- * Each task runs one at a time: a slow database never piles up overlapping runs.
+ * come from the options, which decorators could not know): the permits refresh, the lease renewal, and the reaper
+ * (which also prunes the run history of scheduled jobs). Each task runs one at a time: a slow database never piles
+ * up overlapping runs.
  *
  * Shutdown has two steps. When `app.close()` begins (`onModuleDestroy`), the tasks leave the registry (the schedule
  * module clears it in the next phase) and only the lease renewal goes on, on a timer of its own, for as long as the
@@ -33,7 +37,7 @@ interface Task {
  * @internal
  */
 @Injectable()
-export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestroy {
+export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown {
   private readonly logger = new Logger('LockModule');
   private readonly tasks: Task[];
   /** The run in flight of each task, by name. */
@@ -42,10 +46,12 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
 
   constructor(
     permitsCache: LockPermitsCache,
-    leases: LockLeases,
-    instanceLock: InstanceLock,
+    private readonly leases: LockLeases,
+    private readonly instanceLock: InstanceLock,
     reaper: LockReaper,
     @Inject(RESOLVED_LOCK_OPTIONS) options: ResolvedLockOptions,
+    jobs: LockJobs,
+    private readonly calls: LockedCallsTracker,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {
     const prefix = `${TASK_PREFIX}:${options.appId}`;
@@ -68,6 +74,7 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
         run: async () => {
           await reaper.reapStale();
           await reaper.pruneLog();
+          await jobs.prune();
         },
       },
     ].filter((task) => task.every > 0);
@@ -96,6 +103,23 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
       this.shutdownRenewal = setInterval(() => void this.runOnce(renewal), renewal.every);
       this.shutdownRenewal.unref(); // the calls it protects keep the process alive, not the renewal
     }
+  }
+
+  /**
+   * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
+   * destroys it in the next phase, `onApplicationShutdown`); meanwhile their leases are renewed and the app id stays
+   * held (a same-`appId` process is refused). Then the renewal stops; a grant still held outside a locked call (an
+   * imperative `tryLocks`) is reported lost to its holder (its rows stay until this `appId` starts again, or its
+   * lease ends); and last the app id is given up.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.calls.settled();
+    await this.stop();
+    for (const stamp of this.leases.stamps()) {
+      this.leases.lose(stamp, 'the application shut down while it was held: it is no longer renewed');
+    }
+    this.leases.stop();
+    this.instanceLock.release();
   }
 
   /** Stops the lease renewal that `onModuleDestroy` kept going, and awaits every task run in flight. */

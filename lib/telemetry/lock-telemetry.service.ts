@@ -1,4 +1,5 @@
 import type { LockRequest } from '../interfaces/index.js';
+import type { JobSuccessAges, JobTickOutcome } from './lock-job-metrics.js';
 
 /** What one `tryLocks` call reports when it has ended. @internal */
 export interface AcquireTrace {
@@ -78,4 +79,10 @@ export class LockTelemetry {
 
   /** Starts reporting the observable gauges from `sources`. */
   observe(_sources: LockGaugeSources): void {}
+
+  /** A tick of the scheduled job `job` ended on this replica with `outcome`. */
+  jobRan(_job: string, _outcome: JobTickOutcome): void {}
+
+  /** Starts reporting the age of each job's last successful run from `ages`. */
+  observeJobs(_ages: JobSuccessAges): void {}
 }

@@ -5,6 +5,7 @@ import { LockError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { LockMetrics } from './lock-metrics.service.js';
+import { type JobSuccessAges, type JobTickOutcome, LockJobMetrics } from './lock-job-metrics.js';
 import {
   type AcquireTrace,
   type LockGaugeSources,
@@ -98,12 +99,15 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
   readonly metrics: LockMetrics;
   /** @internal */
   readonly tracing: LockTracing;
+  /** @internal */
+  readonly jobs: LockJobMetrics;
 
   constructor(api: OtelApi, options: ResolvedLockOptions) {
     super();
     const { appId, telemetry } = options;
     this.metrics = new LockMetrics(api.metrics.getMeter(INSTRUMENTATION_SCOPE), appId, telemetry.lockNameAttribute);
     this.tracing = new LockTracing(api, appId);
+    this.jobs = new LockJobMetrics(api.metrics.getMeter(INSTRUMENTATION_SCOPE), appId);
   }
 
   override get enabled(): boolean {
@@ -159,8 +163,21 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
     this.metrics.observe(sources);
   }
 
+  override jobRan(job: string, outcome: JobTickOutcome): void {
+    try {
+      this.jobs.ran(job, outcome);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
+  }
+
+  override observeJobs(ages: JobSuccessAges): void {
+    this.jobs.observe(ages);
+  }
+
   /** @internal */
   onModuleDestroy(): void {
     this.metrics.close();
+    this.jobs.close();
   }
 }

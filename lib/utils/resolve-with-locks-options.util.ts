@@ -1,5 +1,6 @@
 import { InvalidLockSpecError } from '../errors/index.js';
 import type {
+  LockJobRuns,
   LockRequest,
   LockSpec,
   LockSpecsFactory,
@@ -23,6 +24,8 @@ export interface ResolvedWithLocks {
   readonly waitMs?: number;
   /** Set when the call runs in a fenced transaction. */
   readonly transaction?: ResolvedLockTransaction;
+  /** How a scheduled job runs on the fleet. */
+  readonly scheduledRuns?: LockJobRuns;
 }
 
 /** What a `@WithLocks` declaration says once validated: a fixed group, or one derived from each call's arguments. @internal */
@@ -61,7 +64,7 @@ export function resolveWithLocks(args: readonly unknown[]): WithLocksDeclaration
 }
 
 function declare(options: WithLocksOptions<unknown[]>): WithLocksDeclaration {
-  const { locks, onUnavailable, retryAfterSeconds, waitMs } = options;
+  const { locks, onUnavailable, retryAfterSeconds, waitMs, scheduledRuns } = options;
   if (onUnavailable !== undefined && onUnavailable !== 'throw' && onUnavailable !== 'skip') {
     throw new InvalidLockSpecError(options, "onUnavailable must be 'throw' or 'skip'");
   }
@@ -71,7 +74,10 @@ function declare(options: WithLocksOptions<unknown[]>): WithLocksDeclaration {
   if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0)) {
     throw new InvalidLockSpecError(options, 'waitMs must be a non-negative integer');
   }
-  const settings = { onUnavailable, retryAfterSeconds, waitMs, transaction: resolveTransaction(options) };
+  if (scheduledRuns !== undefined && scheduledRuns !== 'once-per-tick' && scheduledRuns !== 'per-replica') {
+    throw new InvalidLockSpecError(options, "scheduledRuns must be 'once-per-tick' or 'per-replica'");
+  }
+  const settings = { onUnavailable, retryAfterSeconds, waitMs, scheduledRuns, transaction: resolveTransaction(options) };
   if (typeof locks === 'function') {
     return { ...settings, forCall: (args) => ({ ...settings, requests: parseLockGroup(asGroup(locks(...args))) }) };
   }

@@ -51,6 +51,12 @@ async function groupChecks(db: TestDatabase): Promise<boolean> {
   return rows.length === 1 && (rows[0]?.src.includes('FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)\n          WHERE') ?? false);
 }
 
+/** Whether the run history of scheduled jobs exists (the eighth migration). */
+async function jobHistory(db: TestDatabase): Promise<boolean> {
+  const rows = await db.query(`SELECT 1 FROM pg_class WHERE relname IN ('locking_job_run', 'locking_job') AND relkind = 'r'`);
+  return rows.length === 2;
+}
+
 describe('shipped migrations', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
@@ -86,6 +92,13 @@ describe('shipped migrations', () => {
 
     await dataSource.undoLastMigration(); // the instances table: the engine still starts and works without it
     expect(await db.query(`SELECT to_regclass('locking_instances') AS t`)).toEqual([{ t: null }]);
+    app = await createLockApp(db.url, { appId: 'eighth' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    expect(await jobHistory(db)).toBe(true);
+    await dataSource.undoLastMigration(); // the run history of scheduled jobs: its tables go
+    expect(await jobHistory(db)).toBe(false);
     app = await createLockApp(db.url, { appId: 'seventh' });
     await exerciseEngine(app.locks);
     await app.close();
@@ -137,6 +150,7 @@ describe('shipped migrations', () => {
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
     expect(await waiterOrder(db)).toBe(true);
     expect(await forcedRelease(db)).toBe(true);
+    expect(await jobHistory(db)).toBe(true);
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);
     await app.close();

@@ -7,6 +7,8 @@ import type { TestDatabase } from '../support/test-database.js';
 
 const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
 const TABLES = ['locking', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
+/** The tables of the run history of scheduled jobs. */
+const JOB_TABLES = ['locking_job', 'locking_job_run'];
 
 /** The lock tables' columns, keys and CHECK constraints, from the catalogs: equal exactly when the schema is. */
 async function schemaOf(db: TestDatabase): Promise<unknown> {
@@ -86,9 +88,10 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     const admin = LockAdminService.create(dataSource, { actor: 'ops' });
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
-    expect(await tablesOf(db)).toEqual(TABLES);
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
     expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
+    const full = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
     let app = await createLockApp(db.url, { appId: 'keeper' });
@@ -98,16 +101,19 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await admin.forceRelease(forced, 'stuck');
     const kept = await app.locks.tryLocks(['K_WRITE']);
     await app.close(); // K stays held: its holder is told, its rows stay
-    const latestSchema = await schemaOf(db);
     await dataSource.undoLastMigration(); // locking_instances: its table goes; the other tables keep schema and rows
-    expect(await tablesOf(db)).toEqual(TABLES.filter((table) => table !== 'locking_instances'));
+    const base = TABLES.filter((table) => table !== 'locking_instances');
+    expect(await tablesOf(db)).toEqual([...base, ...JOB_TABLES].sort());
+    await dataSource.undoLastMigration(); // the run history of scheduled jobs: its tables go, the rest stays
+    expect(await tablesOf(db)).toEqual(base);
+    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
     const rows = await rowsOf(db);
     const schema = await schemaOf(db);
     expect(await db.query('SELECT status, ended_by, end_reason FROM locking_log WHERE stamp = $1', [forced])).toEqual([
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 2; undone < NAMES.length; undone++) {
+    for (let undone = 3; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);
@@ -136,7 +142,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
 
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
-    expect(await schemaOf(db)).toEqual(latestSchema);
+    expect(await schemaOf(db)).toEqual(full);
     expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
     expect(await rowsOf(db)).toEqual({ locking: [], log: [], names: [], permissions: [], waiters: [] });
     app = await createLockApp(db.url, { appId: 'latest-again' });

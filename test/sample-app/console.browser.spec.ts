@@ -1,12 +1,28 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { LockLostError } from 'nestjs-db-locks';
+import { Injectable } from '@nestjs/common';
+import { Cron } from '@nestjs/schedule';
+import { LockLostError, WithLocks } from 'nestjs-db-locks';
 import type { Page } from 'playwright-core';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 import { CHROMIUM_PATH, chromiumAvailable, type HeadlessChromium, launchChromium } from './support/chromium.js';
 import { call, type SampleInstance, startSampleInstance } from './support/sample-instance.js';
+
+/** Scheduled jobs of another instance of the fleet, for the console's jobs panel. */
+@Injectable()
+class ConsoleFleetJobs {
+  @Cron('* * * * * *')
+  @WithLocks('CONSOLE_REPORT_WRITE')
+  async report(): Promise<void> {}
+
+  @Cron('* * * * * *')
+  @WithLocks('CONSOLE_FAILING_WRITE')
+  async failing(): Promise<void> {
+    throw new RangeError('no rates for today');
+  }
+}
 
 /** Where the screenshot goes (git-ignored). */
 const ARTIFACTS = resolve(import.meta.dirname, '../../test-artifacts');
@@ -167,6 +183,27 @@ if (!chromiumAvailable) {
     expect(granted).toBeGreaterThan(0);
     await waiter.waitFor({ state: 'detached', timeout: 3000 });
     await app.locks.releaseLocks(granted);
+  });
+
+  it('shows the scheduled jobs of the fleet, their last success and each tick with its outcome and instance', async () => {
+    // Another instance of the fleet runs two scheduled jobs (the sample's own schedule is off in the tests).
+    const jobs = await createLockApp(db.url, { appId: 'console-jobs' }, 4, [ConsoleFleetJobs]);
+    try {
+      const report = page.locator('#jobs-body tr[data-job="ConsoleFleetJobs.report"]');
+      await report.locator('span[data-outcome="succeeded"]').nth(1).waitFor({ timeout: 8000 });
+      const cells = await report.locator('td').allTextContents();
+      expect(cells.slice(0, 2)).toEqual(['ConsoleFleetJobs.report', 'cron * * * * * *']);
+      expect(cells[3]).toMatch(/^\d+\.\d s ago$/);
+      expect(cells[4]).toMatch(/succeeded on console-jobs/);
+      const failing = page.locator('#jobs-body tr[data-job="ConsoleFleetJobs.failing"]');
+      await failing.locator('span[data-outcome="failed"]').first().waitFor({ timeout: 5000 });
+      expect(await failing.locator('td').nth(3).textContent()).toBe('never');
+      expect(await failing.locator('span[data-outcome="failed"]').first().textContent()).toMatch(/ failed RangeError on console-jobs$/);
+      const api = await call<Array<{ job: string }>>(`${app.baseUrl}/api/jobs`);
+      expect(api.body.map((job) => job.job)).toEqual(expect.arrayContaining(['ConsoleFleetJobs.report', 'ConsoleFleetJobs.failing']));
+    } finally {
+      await jobs.close();
+    }
   });
 
   it('ran without a script error', () => {

@@ -18,6 +18,7 @@ import {
   InvalidLockSpecError,
   LockAdminService,
   type LockGrant,
+  type LockJobInfo,
   type LockLogEntry,
   LockService,
   type LockWaiterInfo,
@@ -47,6 +48,12 @@ export class ConsoleApiController {
   @Get('grants')
   grants(): Promise<LockGrant[]> {
     return this.console.grants();
+  }
+
+  /** The scheduled `@WithLocks` jobs of every instance: schedule, next tick, last success and last 5 runs. */
+  @Get('jobs')
+  jobs(): Promise<LockJobInfo[]> {
+    return this.console.jobs();
   }
 
   /** Every caller waiting for a group now (`tryLocks` with `waitMs`), across all instances, in waiting order. */

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import {
   LockAdminService,
   type LockGrant,
+  type LockJobInfo,
   LockingPermissionEntity,
   type LockLogEntry,
   type LockPermits,
@@ -46,6 +47,8 @@ export interface ConsoleState {
   readonly waiters: readonly LockWaiterInfo[];
   readonly permits: PermitsView;
   readonly log: readonly LockLogEntry[];
+  /** The scheduled `@WithLocks` jobs of the fleet: schedule, next tick, last success and last runs. */
+  readonly jobs: readonly LockJobInfo[];
   /** This instance's own recent jobs and loan operations. */
   readonly activity: readonly ActivityEntry[];
   /** This instance's `LockService` counters. */
@@ -68,7 +71,7 @@ export class ConsoleStateService {
 
   /** Everything at once, for the page. */
   async state(logLimit = 25): Promise<ConsoleState> {
-    const [grants, waiters, log] = await Promise.all([this.grants(), this.waiters(), this.log(logLimit)]);
+    const [grants, waiters, log, jobs] = await Promise.all([this.grants(), this.waiters(), this.log(logLimit), this.jobs()]);
     const permits = await this.permits(grants);
     return {
       appId: this.locks.appId,
@@ -78,6 +81,7 @@ export class ConsoleStateService {
       waiters,
       permits,
       log,
+      jobs,
       activity: this.activity.latest(),
       stats: this.locks.getStats(),
     };
@@ -91,6 +95,11 @@ export class ConsoleStateService {
   /** Every caller waiting for a group now, across all instances, in waiting order. */
   waiters(): Promise<LockWaiterInfo[]> {
     return this.admin.listWaiters();
+  }
+
+  /** The scheduled jobs of every instance, each with its last 5 runs. */
+  jobs(): Promise<LockJobInfo[]> {
+    return this.admin.getJobs({ runs: 5 });
   }
 
   /** The newest lock log rows. */

@@ -31,6 +31,8 @@ const STYLE = `
   .status-REAPED, .status-RECOVERED, .status-FORCED { color: #b3261e; font-weight: 600; }
   button.release { padding: 0 6px; }
   .outcome-refused, .outcome-skipped { color: #8a5a00; } .outcome-failed { color: #b3261e; }
+  .run { margin-right: 10px; } .run-succeeded { color: #1b6e3c; } .run-skipped, .run-running { color: #8a5a00; }
+  .run-failed, .run-lock-lost, .run-abandoned { color: #b3261e; font-weight: 600; }
   .pending { color: #8a5a00; font-style: italic; }
   #permits-body tr { cursor: pointer; } #permits-body tr:hover { background: #f7f8fa; }
   form, .jobs { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; margin-top: 8px; }
@@ -119,6 +121,14 @@ export function renderConsolePage(state: ConsoleState): string {
     <button type="button" data-job="ws2-rebuild" data-url="/ws2/rebuild">Run WS2 rebuild now</button>
     <span id="job-status" role="status"></span>
   </div>
+</section>
+
+<section>
+  <h2>Scheduled jobs <span class="meta">(every instance: each tick runs once across the fleet)</span></h2>
+  <table id="scheduled-jobs">
+    <thead><tr><th>Job</th><th>Schedule</th><th>Next tick</th><th>Last success</th><th>Last runs (newest first)</th></tr></thead>
+    <tbody id="jobs-body"></tbody>
+  </table>
 </section>
 
 <section>

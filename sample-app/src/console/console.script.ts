@@ -1,7 +1,7 @@
 /**
  * The console page's only script (plain browser JavaScript, no build step): renders the state embedded in the page,
- * then polls `GET /api/state` and re-renders; posts the permits form to `POST /api/permits`, the job buttons to
- * `POST /ws1/rebuild` / `POST /ws2/rebuild` and a grant's force release (with its reason) to
+ * then polls `GET /api/state` and re-renders (the scheduled jobs' panel included); posts the permits form to
+ * `POST /api/permits`, the job buttons to `POST /ws1/rebuild` / `POST /ws2/rebuild` and a grant's force release (with its reason) to
  * `POST /api/grants/:stamp/release`. It builds the DOM with `textContent`, never with HTML strings.
  */
 export const CONSOLE_SCRIPT = String.raw`
@@ -84,6 +84,25 @@ export const CONSOLE_SCRIPT = String.raw`
         stale ? { text: 'cache refresh pending', cls: 'pending' } : ''], { 'data-name': p.name });
     }), 'No lock names yet.', 6);
   }
+  function runNode(r) {
+    var span = document.createElement('span');
+    span.className = 'run run-' + r.outcome;
+    var skipped = [r.skippedBusy ? r.skippedBusy + ' busy' : '', r.skippedElsewhere ? r.skippedElsewhere + ' elsewhere' : '']
+      .filter(Boolean).join(', ');
+    span.textContent = clock(r.tick) + ' ' + r.outcome + (r.error ? ' ' + r.error : '') + (r.appId ? ' on ' + r.appId : '') +
+      (skipped ? ' (skipped: ' + skipped + ')' : '');
+    span.setAttribute('data-outcome', r.outcome);
+    return span;
+  }
+  function renderJobs(jobs) {
+    fill('jobs-body', jobs.map(function (j) {
+      var runs = document.createElement('span');
+      j.lastRuns.forEach(function (r) { runs.appendChild(runNode(r)); });
+      return row([j.job, j.schedule, clock(j.nextTick),
+        j.lastSucceededAgeSeconds === null ? { text: 'never', cls: 'outcome-failed' } : seconds(j.lastSucceededAgeSeconds * 1000) + ' ago',
+        { node: runs }], { 'data-job': j.job });
+    }), 'No scheduled job has run yet.', 5);
+  }
   function renderLog(log) {
     fill('log-body', log.map(function (e) {
       return row([e.stamp, e.appId, locksText(e.locks), { text: e.status, cls: 'status-' + e.status },
@@ -101,6 +120,7 @@ export const CONSOLE_SCRIPT = String.raw`
     renderWaiters(s.waiters);
     renderPermits(s.permits);
     renderLog(s.log);
+    renderJobs(s.jobs);
     renderActivity(s.activity);
     byId('stats').textContent =
       'granted ' + s.stats.granted + ', busy ' + s.stats.busy + ', released ' + s.stats.released;

@@ -1,0 +1,86 @@
+/**
+ * How a run of a scheduled job under `@WithLocks` ended, as its history records it.
+ * - `'running'`: started, not ended yet (its grant is live);
+ * - `'succeeded'`: the method resolved;
+ * - `'failed'`: the method threw (`error` names the error's class);
+ * - `'lock-lost'`: the grant was lost while the method ran (`LockLostError`, or the release found it gone);
+ * - `'abandoned'`: started, and its replica died or lost its grant before recording an end (reaped, or freed at its
+ *   restart);
+ * - `'skipped'`: no replica ran the tick: every replica that came to it found the job busy (`skippedBusy`).
+ * @publicApi
+ */
+export type LockJobOutcome = 'running' | 'succeeded' | 'failed' | 'lock-lost' | 'abandoned' | 'skipped';
+
+/**
+ * How a scheduled job under `@WithLocks` runs on a fleet.
+ * - `'once-per-tick'`: each tick (`@Cron`) or period (`@Interval`) runs on one replica of the fleet, claimed in the
+ *   database; the other replicas skip it;
+ * - `'per-replica'`: every replica runs every tick (never two at once: the locks still apply), as a job that must run
+ *   on each replica needs.
+ * @publicApi
+ */
+export type LockJobRuns = 'once-per-tick' | 'per-replica';
+
+/**
+ * One tick of a scheduled job, as the run history (`locking_job_run`) records it. Times are database time, except
+ * `tick`: a `@Cron` tick is the cron expression's fire time, a once-per-tick `@Interval` tick the start of its period
+ * on the database clock.
+ * @publicApi
+ */
+export interface LockJobRun {
+  /** The job: `Class.method`, with `@appId` appended for a per-replica job. */
+  readonly job: string;
+  /** The tick this row is about. */
+  readonly tick: Date;
+  /** How it ended (see `LockJobOutcome`). */
+  readonly outcome: LockJobOutcome;
+  /** The replica (`appId`) that ran it; null when none did. */
+  readonly appId: string | null;
+  /** The stamp of the grant it ran under; null when none ran it. */
+  readonly stamp: number | null;
+  /** When the run started (database clock); null when none ran it. */
+  readonly startedAt: Date | null;
+  /** How long the method ran, in milliseconds; null while running or when none ran it. */
+  readonly durationMs: number | null;
+  /** The name of the error's class, for `'failed'` and `'lock-lost'`. */
+  readonly error: string | null;
+  /** Replicas that came to this tick and found the job busy (its locks held, or an earlier run still going). */
+  readonly skippedBusy: number;
+  /** Replicas that came to this tick after another had claimed it ("already run elsewhere"). */
+  readonly skippedElsewhere: number;
+}
+
+/**
+ * A scheduled job under `@WithLocks`, as `LockAdminService.getJobs` reports it.
+ * @publicApi
+ */
+export interface LockJobInfo {
+  /** The job: `Class.method` (with `@appId` for a per-replica job). */
+  readonly job: string;
+  /** Its schedule: `cron <expression>`, `every <ms> ms`, or `timeout <ms> ms`. */
+  readonly schedule: string;
+  /** Its next tick, as the replica that claimed the last one computed it; null when unknown. */
+  readonly nextTick: Date | null;
+  /** When its last successful run ended (database clock); null when none has succeeded yet. */
+  readonly lastSucceededAt: Date | null;
+  /** Seconds since then, on the database clock; null when none has succeeded yet. */
+  readonly lastSucceededAgeSeconds: number | null;
+  /** Its newest runs, newest tick first. */
+  readonly lastRuns: readonly LockJobRun[];
+}
+
+/**
+ * Which runs `LockAdminService.getJobRuns` returns.
+ * @publicApi
+ */
+export interface LockJobRunQuery {
+  /** Only this job's runs. */
+  readonly job?: string;
+  /** Only ticks since then. */
+  readonly since?: Date;
+  /**
+   * At most this many rows (1–10000), newest tick first.
+   * @default 50
+   */
+  readonly limit?: number;
+}

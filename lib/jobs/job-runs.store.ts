@@ -1,0 +1,105 @@
+import type { LockJobInfo, LockJobOutcome, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
+
+/** A tick to claim: a fire time (epoch ms), or the current period of `periodMs` on the database clock. @internal */
+export type TickSource = { readonly at: number } | { readonly periodMs: number };
+
+/** What a claim found. @internal */
+export interface TickClaim {
+  /** The tick (epoch ms). */
+  readonly tick: number;
+  /**
+   * `'claimed'`: this run is the tick's; `'busy'`: another run of the job still goes (or the locks were busy);
+   * `'elsewhere'`: another replica claimed it first.
+   */
+  readonly result: 'claimed' | 'busy' | 'elsewhere';
+  /** The database clock at the claim (epoch ms). */
+  readonly dbNow: number;
+}
+
+/** The end of a claimed run. @internal */
+export interface RunEnd {
+  readonly outcome: Exclude<LockJobOutcome, 'running' | 'skipped' | 'abandoned'>;
+  readonly error: string | null;
+  readonly durationMs: number;
+}
+
+/** A job as its replicas register it. @internal */
+export interface JobRegistration {
+  readonly job: string;
+  readonly schedule: string;
+  readonly nextTick: number | null;
+}
+
+/**
+ * The storage port of the run history of scheduled jobs (`locking_job_run`, `locking_job`), one implementation per
+ * dialect. @internal
+ */
+export abstract class JobRunStore {
+  /**
+   * Claims `tick` of `job` for a run under `stamp` (null: the replica found the job's locks busy, and only counts
+   * itself). Exactly one claim of a tick is `claimed`, across the fleet.
+   */
+  abstract claim(job: string, tick: TickSource, appId: string, stamp: number | null): Promise<TickClaim>;
+  /** Records the end of the run of `tick` claimed under `stamp`. */
+  abstract endRun(job: string, tick: number, stamp: number, end: RunEnd): Promise<void>;
+  /** Registers the job's schedule and next tick, and records a success when `succeeded`. */
+  abstract touchJob(registration: JobRegistration, succeeded: boolean): Promise<void>;
+  /** Runs, newest tick first. */
+  abstract listRuns(query: Required<Pick<LockJobRunQuery, 'limit'>> & LockJobRunQuery): Promise<LockJobRun[]>;
+  /** Every registered job, without its runs. */
+  abstract listJobs(): Promise<Array<Omit<LockJobInfo, 'lastRuns'>>>;
+  /** Deletes up to `limit` ended runs whose tick is older than `retentionMs`; returns how many. */
+  abstract pruneRuns(retentionMs: number, limit: number): Promise<number>;
+}
+
+/** A row of `locking_job_run` as both dialects select it. @internal */
+export interface RunRow {
+  job: string;
+  tick_ms: number | string;
+  outcome: LockJobOutcome;
+  app_id: string | null;
+  stamp: string | null;
+  started: Date | string | null;
+  duration_ms: number | null;
+  error: string | null;
+  skipped_busy: number | string;
+  skipped_elsewhere: number | string;
+}
+
+/** A row of `locking_job` as both dialects select it. @internal */
+export interface JobRow {
+  job: string;
+  schedule: string;
+  next_tick: Date | string | null;
+  last_succeeded: Date | string | null;
+  last_succeeded_age: number | string | null;
+}
+
+const dateOf = (value: Date | string | null): Date | null => (value === null ? null : new Date(value));
+
+/** A `LockJobRun` from its row. @internal */
+export function toJobRun(row: RunRow): LockJobRun {
+  return {
+    job: row.job,
+    tick: new Date(Math.round(Number(row.tick_ms))),
+    outcome: row.outcome,
+    appId: row.app_id,
+    stamp: row.stamp === null ? null : Number(row.stamp),
+    startedAt: dateOf(row.started),
+    durationMs: row.duration_ms === null ? null : Number(row.duration_ms),
+    error: row.error,
+    skippedBusy: Number(row.skipped_busy),
+    skippedElsewhere: Number(row.skipped_elsewhere),
+  };
+}
+
+/** A job (without its runs) from its row. @internal */
+export function toJobInfo(row: JobRow): Omit<LockJobInfo, 'lastRuns'> {
+  return {
+    job: row.job,
+    schedule: row.schedule,
+    nextTick: dateOf(row.next_tick),
+    lastSucceededAt: dateOf(row.last_succeeded),
+    lastSucceededAgeSeconds: row.last_succeeded_age === null ? null : Number(row.last_succeeded_age),
+  };
+}

@@ -1,0 +1,42 @@
+import type { LockJobRuns } from '../interfaces/index.js';
+import type { TickSource } from './job-runs.store.js';
+import { cronTickOf, type JobSchedule } from './job-schedule.util.js';
+
+/** A scheduled `@WithLocks` method, as its decorator describes it. @internal */
+export interface ScheduledJob {
+  /** `Class.method`. */
+  readonly label: string;
+  readonly schedule: JobSchedule;
+  readonly runs: LockJobRuns;
+}
+
+/** One tick as a replica sees it: the job's name in the history, what to claim, and how to find the next tick. @internal */
+export interface TickPlan {
+  readonly job: string;
+  /** The schedule's description, for the history. */
+  readonly schedule: string;
+  readonly source: TickSource;
+  /** The skew bound (ms) for a tick named by this replica's clock; undefined when the database names it. */
+  readonly skewBoundMs?: number;
+  readonly next: (tick: number) => number | null;
+}
+
+/**
+ * How replica `appId` names the tick its timer fired for at `now` (its own clock): a `@Cron` tick by the nearest fire
+ * time, a once-per-tick `@Interval` tick by the database's current period (named in the claim), a per-replica or
+ * `@Timeout` run by the replica's clock under a job name of its own (`Class.method@appId`).
+ * @internal
+ */
+export function planTick(job: ScheduledJob, appId: string, now: number): TickPlan {
+  const { schedule } = job;
+  const perReplica = job.runs === 'per-replica' || schedule.kind === 'timeout';
+  const base = { job: perReplica ? `${job.label}@${appId}` : job.label, schedule: schedule.description };
+  if (schedule.kind === 'cron') {
+    const { tick, period, next } = cronTickOf(schedule.time, now);
+    return { ...base, source: { at: tick }, skewBoundMs: perReplica ? undefined : period / 3, next: () => next };
+  }
+  if (perReplica) {
+    return { ...base, source: { at: now }, next: (tick) => (schedule.kind === 'interval' ? tick + schedule.ms : null) };
+  }
+  return { ...base, source: { periodMs: schedule.ms }, next: (tick) => tick + schedule.ms };
+}

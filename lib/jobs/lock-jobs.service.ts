@@ -1,0 +1,289 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import {
+  IllegalMonitorStateError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockShutdownError,
+  LockStoreError,
+  LockTablesMissingError,
+} from '../errors/index.js';
+import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
+import { LockService } from '../services/lock.service.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import type { JobRegistration, JobRunStore, RunEnd, TickClaim } from './job-runs.store.js';
+import { createJobRunStore } from './job-runs.store.factory.js';
+import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
+
+export type { ScheduledJob } from './job-tick.plan.js';
+
+/** How often one job's clock-skew warning may repeat. */
+const SKEW_WARNING_EVERY_MS = 60_000;
+
+/** Share of the reaper's interval one pruning run may take (then the next run goes on), as for the lock log. */
+const PRUNE_BUDGET_SHARE = 0.5;
+
+/**
+ * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
+ * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
+ * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
+ * by its fire time (the nearest one to the replica's clock when its timer fires), a once-per-tick `@Interval` tick by
+ * the current period of the database clock. Once shutdown has begun, ticks are skipped with one debug line.
+ * @internal
+ */
+@Injectable()
+export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown {
+  private static readonly byService = new WeakMap<LockService, LockJobs>();
+  private readonly logger = new Logger('LockJobs');
+  private readonly store: JobRunStore;
+  private closing = false;
+  /** The ticks under way, so that shutdown lets them record their end before the pool closes. */
+  private readonly ticks = new Set<Promise<unknown>>();
+  private readonly skewWarnedAt = new Map<string, number>();
+  /** Each job's last success (epoch ms, database clock, as last read or recorded here), for the metrics' gauge. */
+  private readonly lastSucceeded = new Map<string, { readAt: number; ageMs: number }>();
+
+  constructor(
+    private readonly service: LockService,
+    @Inject(LOCK_DATA_SOURCE) dataSource: DataSource,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly telemetry: LockTelemetry,
+  ) {
+    this.store = createJobRunStore(dataSource, options);
+  }
+
+  /** The job runner of `service`'s application (undefined when the module is older than this one). */
+  static of(service: LockService): LockJobs | undefined {
+    return LockJobs.byService.get(service);
+  }
+
+  /** @internal */
+  onModuleInit(): void {
+    LockJobs.byService.set(this.service, this);
+    this.telemetry.observeJobs(() => this.successAges());
+  }
+
+  /** From now on, ticks are skipped (the locks are refused from here on too). @internal */
+  onModuleDestroy(): void {
+    this.closing = true;
+  }
+
+  /** Awaits the ticks under way, while the DataSource is still open. @internal */
+  async beforeApplicationShutdown(): Promise<void> {
+    await Promise.allSettled([...this.ticks]);
+  }
+
+  /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
+  async register(job: ScheduledJob): Promise<void> {
+    const plan = planTick(job, this.service.appId, Date.now());
+    const source = plan.source;
+    const nextTick = 'at' in source ? plan.next(source.at) : null;
+    await this.store
+      .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
+      .catch((error: unknown) => {
+        if (error instanceof LockTablesMissingError) this.warnMissingTables();
+        else this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`);
+      });
+  }
+
+  /**
+   * Runs one tick of `job`: the method runs (through `call`) only if this replica takes the job's locks and then wins
+   * the tick's claim. Resolves with the method's result, or undefined when the tick is skipped; rejects with the
+   * method's own error (the schedule module logs it), never with a shutdown.
+   */
+  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
+    if (this.closing) {
+      this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
+      return Promise.resolve(undefined);
+    }
+    const tick = this.tick(job, lock, call);
+    this.ticks.add(tick);
+    const forget = () => void this.ticks.delete(tick);
+    tick.then(forget, forget);
+    return tick;
+  }
+
+  /** Prunes the history (as the lock log is pruned) and reloads the jobs' last successes for the gauge. */
+  async prune(): Promise<number> {
+    try {
+      return await this.pruneHistory();
+    } catch (error) {
+      // A database migrated before the run history existed: the locks work; the history waits for the migration.
+      if (!(error instanceof LockTablesMissingError)) throw error;
+      this.warnMissingTables();
+      return 0;
+    }
+  }
+
+  private missingTablesWarned = false;
+
+  private async pruneHistory(): Promise<number> {
+    let total = 0;
+    const retention = this.options.logRetentionMs;
+    if (retention > 0) {
+      const deadline = performance.now() + this.options.reaperIntervalMs * PRUNE_BUDGET_SHARE;
+      for (;;) {
+        const pruned = await this.store.pruneRuns(retention, PRUNE_BATCH_ROWS);
+        total += pruned;
+        if (pruned < PRUNE_BATCH_ROWS || performance.now() >= deadline) break;
+      }
+    }
+    if (this.telemetry.enabled) await this.readSuccesses();
+    return total;
+  }
+
+  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
+    const firedAt = Date.now();
+    const plan = planTick(job, this.service.appId, firedAt);
+    let claim: TickClaim | undefined;
+    let stamp = 0;
+    let startedAt = 0;
+    let end: RunEnd | undefined;
+    const run = async (): Promise<unknown> => {
+      stamp = this.service.currentLock()?.stamp ?? 0;
+      try {
+        claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+      } catch (error) {
+        if (!(error instanceof LockTablesMissingError)) throw error;
+        // Migrated before the run history existed: the job runs under its locks as it did, until the migration.
+        this.warnMissingTables();
+        return call();
+      }
+      if (claim.result !== 'claimed') return undefined;
+      this.checkSkew(plan, claim, firedAt);
+      startedAt = performance.now();
+      try {
+        const value = await call();
+        end = { outcome: 'succeeded', error: null, durationMs: performance.now() - startedAt };
+        return value;
+      } catch (error) {
+        const outcome = isLockLost(error) ? 'lock-lost' : 'failed';
+        end = { outcome, error: nameOf(error), durationMs: performance.now() - startedAt };
+        throw error;
+      } finally {
+        // Recorded while the grant is still held: the row is never seen `running` with its grant gone, unless the
+        // replica died (abandoned).
+        await this.recordEnd(plan, claim, stamp, end!);
+      }
+    };
+    let result: unknown;
+    try {
+      result = await this.service.runLocked({ target: job.label, lock, onUnavailable: lock.onUnavailable ?? 'skip', call: run });
+    } catch (error) {
+      if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
+      if (error instanceof LockShutdownError) {
+        this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
+        return undefined;
+      }
+      if (claim?.result === 'claimed' && end?.outcome === 'succeeded' && error instanceof IllegalMonitorStateError) {
+        // The method succeeded, but its grant was gone when it was released: lost while it ran.
+        end = { ...end, outcome: 'lock-lost', error: error.name };
+        await this.recordEnd(plan, claim, stamp, end);
+      }
+      if (end !== undefined || !(error instanceof LockStoreError)) throw error;
+      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
+      return undefined;
+    }
+    if (claim === undefined) {
+      if (end === undefined && stamp === 0) await this.countBusy(plan);
+      return result;
+    }
+    if (claim.result !== 'claimed') {
+      this.telemetry.jobRan(plan.job, claim.result === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
+      const why = claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
+      this.logger.debug(`Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${why}`);
+    }
+    return result;
+  }
+
+  /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
+  private async countBusy(plan: TickPlan): Promise<void> {
+    this.telemetry.jobRan(plan.job, 'skipped-busy');
+    await this.store.claim(plan.job, plan.source, this.service.appId, null).catch((error: unknown) => {
+      if (error instanceof LockTablesMissingError) this.warnMissingTables();
+    });
+  }
+
+  private warnMissingTables(): void {
+    if (this.missingTablesWarned) return;
+    this.missingTablesWarned = true;
+    this.logger.warn(
+      'The run history of scheduled jobs has no tables: jobs run under their locks on every replica, as before, ' +
+        'until you run the lock migrations (LOCK_MIGRATIONS)',
+    );
+  }
+
+  /** Records the end of a claimed run, the job's next tick and the success; a failure is logged only. */
+  private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd): Promise<void> {
+    if (claim?.result !== 'claimed') return;
+    this.telemetry.jobRan(plan.job, end.outcome);
+    const succeeded = end.outcome === 'succeeded';
+    if (succeeded) this.lastSucceeded.set(plan.job, { readAt: performance.now(), ageMs: 0 });
+    const registration: JobRegistration = { job: plan.job, schedule: plan.schedule, nextTick: plan.next(claim.tick) };
+    try {
+      await this.store.endRun(plan.job, claim.tick, stamp, end);
+      await this.store.touchJob(registration, succeeded);
+    } catch (error) {
+      const tick = new Date(claim.tick).toISOString();
+      this.logger.error(`${plan.job}: could not record the end of tick ${tick}: ${messageOf(error)}`);
+    }
+  }
+
+  /** Warns (once a minute per job) when this replica's clock is further from the database's than the bound. */
+  private checkSkew(plan: TickPlan, claim: TickClaim, firedAt: number): void {
+    if (plan.skewBoundMs === undefined) return;
+    // The claim's database time is later than the firing by the claim's round trip: compare at the same instant.
+    const skew = Date.now() - claim.dbNow;
+    if (Math.abs(skew) <= plan.skewBoundMs || !Number.isFinite(plan.skewBoundMs)) return;
+    const last = this.skewWarnedAt.get(plan.job) ?? -Infinity;
+    if (firedAt - last < SKEW_WARNING_EVERY_MS) return;
+    this.skewWarnedAt.set(plan.job, firedAt);
+    this.logger.warn(
+      `${plan.job}: this replica's clock is ${Math.round(skew)} ms ${skew > 0 ? 'ahead of' : 'behind'} the database's, ` +
+        `beyond the ±${Math.round(plan.skewBoundMs)} ms its ticks are guaranteed for: synchronise it (NTP)`,
+    );
+  }
+
+  /** Seconds since each job's last success, for the gauge. */
+  private successAges(): ReadonlyMap<string, number> {
+    const ages = new Map<string, number>();
+    const now = performance.now();
+    for (const [job, { readAt, ageMs }] of this.lastSucceeded) ages.set(job, (ageMs + now - readAt) / 1000);
+    return ages;
+  }
+
+  private async readSuccesses(): Promise<void> {
+    const jobs = await this.store.listJobs();
+    const readAt = performance.now();
+    for (const { job, lastSucceededAt, lastSucceededAgeSeconds } of jobs) {
+      if (lastSucceededAt === null || lastSucceededAgeSeconds === null) continue;
+      this.lastSucceeded.set(job, { readAt, ageMs: lastSucceededAgeSeconds * 1000 });
+    }
+  }
+}
+
+/** Whether a run's error means its grant was lost while it ran. */
+function isLockLost(error: unknown): boolean {
+  return error instanceof LockLostError;
+}
+
+function nameOf(error: unknown): string {
+  const name = (error as { name?: unknown } | null)?.name;
+  return (typeof name === 'string' && name.length > 0 ? name : 'Error').slice(0, 200);
+}
+
+function messageOf(error: unknown): string {
+  return (error as Error)?.message ?? String(error);
+}
+
+

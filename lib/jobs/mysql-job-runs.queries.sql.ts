@@ -1,0 +1,74 @@
+/**
+ * The statements of the run history of scheduled jobs on MySQL and MariaDB (`locking_job_run`, `locking_job`),
+ * parameterised (`?`). Ticks are UTC `DATETIME(3)` values, passed as text; every other time is the database's clock.
+ * @internal
+ */
+
+/** Milliseconds since the epoch of a UTC `DATETIME` expression. */
+const MS_OF = (expression: string): string => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) / 1000`;
+
+/** ? period (ms) twice: the start of the current period on the database clock (epoch ms), and the clock. */
+export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? AS slot_ms,
+  ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
+
+/** ? job, ? tick: whether another tick of the job is still running (its grant live). */
+export const SELECT_BUSY = `SELECT EXISTS (
+  SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+   WHERE r.job = ? AND r.outcome = 'running' AND r.tick <> ?) AS busy`;
+
+/**
+ * ? job, ? tick, ? outcome ('running' or 'skipped'), ? app id, ? stamp, ? skipped_busy (0 or 1): the claim of
+ * `CLAIM_TICK` on PostgreSQL. MySQL applies the assignments in order, each seeing the ones before: `outcome` comes
+ * last, so that the others read the row's previous outcome.
+ */
+export const UPSERT_TICK = `INSERT INTO locking_job_run (job, tick, outcome, app_id, stamp, started, skipped_busy)
+VALUES (?, ?, ?, ?, ?, IF(? IS NULL, NULL, UTC_TIMESTAMP(6)), ?)
+ON DUPLICATE KEY UPDATE
+  app_id = IF(outcome = 'skipped', VALUES(app_id), app_id),
+  stamp = IF(outcome = 'skipped', VALUES(stamp), stamp),
+  started = IF(outcome = 'skipped', VALUES(started), started),
+  skipped_busy = skipped_busy + VALUES(skipped_busy),
+  skipped_elsewhere = skipped_elsewhere + IF(outcome <> 'skipped' AND VALUES(outcome) = 'running', 1, 0),
+  outcome = IF(outcome = 'skipped', VALUES(outcome), outcome)`;
+
+/** ? job, ? tick: who holds the tick now, and the clock. */
+export const SELECT_TICK = `SELECT outcome, stamp, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms
+  FROM locking_job_run WHERE job = ? AND tick = ?`;
+
+/** ? outcome, ? error, ? duration, ? job, ? tick, ? stamp: the end of a claimed run. */
+export const END_RUN = `UPDATE locking_job_run SET outcome = ?, error = ?, duration_ms = ?
+  WHERE job = ? AND tick = ? AND stamp = ?`;
+
+/** ? job, ? schedule, ? next tick or null, ? whether a run has just succeeded. */
+export const TOUCH_JOB = `INSERT INTO locking_job (job, schedule, next_tick, last_succeeded, updated)
+VALUES (?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE
+  schedule = VALUES(schedule),
+  next_tick = COALESCE(VALUES(next_tick), next_tick),
+  last_succeeded = COALESCE(VALUES(last_succeeded), last_succeeded),
+  updated = VALUES(updated)`;
+
+/** A UTC `DATETIME` column as ISO 8601 text. */
+const iso = (column: string): string => `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ')`;
+
+/** ? job or null (twice), ? since or null (twice), ? limit: runs, newest tick first. */
+export const SELECT_RUNS = `SELECT r.job, ${MS_OF('r.tick')} AS tick_ms,
+       CASE WHEN r.outcome = 'running' AND NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp)
+            THEN 'abandoned' ELSE r.outcome END AS outcome,
+       r.app_id, CAST(r.stamp AS CHAR) AS stamp, ${iso('r.started')} AS started, r.duration_ms, r.error,
+       r.skipped_busy, r.skipped_elsewhere
+  FROM locking_job_run r
+ WHERE (? IS NULL OR r.job = ?) AND (? IS NULL OR r.tick >= ?)
+ ORDER BY r.tick DESC, r.job
+ LIMIT ?`;
+
+/** Every job, by name, with the age of its last success on the database clock. */
+export const SELECT_JOBS = `SELECT job, schedule, ${iso('next_tick')} AS next_tick, ${iso('last_succeeded')} AS last_succeeded,
+       TIMESTAMPDIFF(MICROSECOND, last_succeeded, UTC_TIMESTAMP(6)) / 1000000 AS last_succeeded_age
+  FROM locking_job ORDER BY job`;
+
+/** ? retention (ms), ? limit: deletes ended runs (and abandoned ones) whose tick is older than the retention. */
+export const PRUNE_RUNS = `DELETE FROM locking_job_run
+ WHERE tick < UTC_TIMESTAMP(3) - INTERVAL (? * 1000) MICROSECOND
+   AND (outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = locking_job_run.stamp))
+ ORDER BY tick LIMIT ?`;

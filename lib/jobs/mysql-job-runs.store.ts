@@ -1,0 +1,84 @@
+import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
+import type { MysqlStatementRunner } from '../store/mysql-statement.runner.js';
+import {
+  type JobRegistration,
+  type JobRow,
+  JobRunStore,
+  type RunEnd,
+  type RunRow,
+  type TickClaim,
+  type TickSource,
+  toJobInfo,
+  toJobRun,
+} from './job-runs.store.js';
+import * as SQL from './mysql-job-runs.queries.sql.js';
+
+/** Epoch ms as a UTC `DATETIME(3)` literal (the driver would convert a Date in the client's time zone). */
+const datetimeOf = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
+
+/** `JobRunStore` on MySQL and MariaDB: a claim is one transaction of four statements, the rest one statement each. @internal */
+export class MysqlJobRunStore extends JobRunStore {
+  constructor(private readonly runner: MysqlStatementRunner) {
+    super();
+  }
+
+  claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
+    return this.runner.transaction('claimJobTick', false, async (tx) => {
+      let tick: number;
+      if ('at' in source) {
+        tick = source.at;
+      } else {
+        const [slot] = await tx.select<{ slot_ms: string | number }>(SQL.SELECT_SLOT, [source.periodMs, source.periodMs]);
+        tick = Number(slot!.slot_ms);
+      }
+      const at = datetimeOf(tick);
+      let busy = stamp === null;
+      if (!busy) {
+        const [row] = await tx.select<{ busy: number | string }>(SQL.SELECT_BUSY, [job, at]);
+        busy = Number(row!.busy) === 1;
+      }
+      const outcome = busy ? 'skipped' : 'running';
+      const runStamp = busy ? null : stamp;
+      await tx.write(SQL.UPSERT_TICK, [job, at, outcome, busy ? null : appId, runStamp, runStamp, busy ? 1 : 0]);
+      const [held] = await tx.select<{ outcome: string; stamp: string | number | null; now_ms: string | number }>(
+        SQL.SELECT_TICK,
+        [job, at],
+      );
+      const claimed = held!.outcome === 'running' && runStamp !== null && Number(held!.stamp) === runStamp;
+      return { tick, result: claimed ? 'claimed' : busy ? 'busy' : 'elsewhere', dbNow: Number(held!.now_ms) };
+    });
+  }
+
+  async endRun(job: string, tick: number, stamp: number, end: RunEnd): Promise<void> {
+    await this.runner.write('endJobRun', SQL.END_RUN, [
+      end.outcome,
+      end.error,
+      Math.round(end.durationMs),
+      job,
+      datetimeOf(tick),
+      stamp,
+    ]);
+  }
+
+  async touchJob({ job, schedule, nextTick }: JobRegistration, succeeded: boolean): Promise<void> {
+    const next = nextTick === null ? null : datetimeOf(nextTick);
+    await this.runner.write('touchJob', SQL.TOUCH_JOB, [job, schedule, next, succeeded ? 1 : 0]);
+  }
+
+  async listRuns(query: Required<Pick<LockJobRunQuery, 'limit'>> & LockJobRunQuery): Promise<LockJobRun[]> {
+    const job = query.job ?? null;
+    const since = query.since ? datetimeOf(query.since.getTime()) : null;
+    const rows = await this.runner.select<RunRow>('getJobRuns', SQL.SELECT_RUNS, [job, job, since, since, query.limit]);
+    return rows.map(toJobRun);
+  }
+
+  async listJobs(): Promise<Array<Omit<LockJobInfo, 'lastRuns'>>> {
+    const rows = await this.runner.select<JobRow>('getJobs', SQL.SELECT_JOBS);
+    return rows.map(toJobInfo);
+  }
+
+  async pruneRuns(retentionMs: number, limit: number): Promise<number> {
+    const { affectedRows } = await this.runner.write('pruneJobRuns', SQL.PRUNE_RUNS, [retentionMs, limit]);
+    return affectedRows;
+  }
+}

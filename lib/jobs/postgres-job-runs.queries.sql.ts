@@ -1,0 +1,78 @@
+/**
+ * The statements of the run history of scheduled jobs on PostgreSQL (`locking_job_run`, `locking_job`),
+ * parameterised. Ticks travel as epoch milliseconds; every other time is the database's clock.
+ * @internal
+ */
+
+/** A run whose grant is gone without an end recorded: its replica died, or lost its grant (reaped, recovered). */
+const ABANDONED = `r.outcome = 'running' AND NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp)`;
+
+/**
+ * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null: the tick is then the start of the current
+ * period on the database clock; $4 app id, $5 stamp, or null when the replica found the job's locks busy.
+ * Claims the tick for this run in one statement: the first claim of a tick inserts its row `running`; a later claim
+ * counts itself in `skipped_elsewhere`; a claim made while another tick of the job still runs (its grant live), or
+ * without a stamp, counts in `skipped_busy` and leaves a row `skipped` that a later claim of the same tick may take.
+ * Concurrent claims of one tick serialise on the primary key: exactly one is returned `claimed`.
+ */
+export const CLAIM_TICK = `WITH t AS (
+  SELECT COALESCE(to_timestamp($2::float8 / 1000),
+                  to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3::float8) * $3::float8 / 1000)) AS tick
+), b AS (
+  SELECT $5::bigint IS NULL OR EXISTS (
+    SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+     WHERE r.job = $1 AND r.outcome = 'running' AND r.tick <> t.tick) AS busy
+    FROM t
+)
+INSERT INTO locking_job_run AS r (job, tick, outcome, app_id, stamp, started, skipped_busy)
+SELECT $1, t.tick, CASE WHEN b.busy THEN 'skipped' ELSE 'running' END,
+       CASE WHEN b.busy THEN NULL ELSE $4 END, CASE WHEN b.busy THEN NULL ELSE $5::bigint END,
+       CASE WHEN b.busy THEN NULL ELSE clock_timestamp() END, CASE WHEN b.busy THEN 1 ELSE 0 END
+  FROM t, b
+ON CONFLICT (job, tick) DO UPDATE SET
+  app_id = CASE WHEN r.outcome = 'skipped' THEN excluded.app_id ELSE r.app_id END,
+  stamp = CASE WHEN r.outcome = 'skipped' THEN excluded.stamp ELSE r.stamp END,
+  started = CASE WHEN r.outcome = 'skipped' THEN excluded.started ELSE r.started END,
+  skipped_busy = r.skipped_busy + excluded.skipped_busy,
+  skipped_elsewhere = r.skipped_elsewhere + CASE WHEN r.outcome <> 'skipped' AND excluded.outcome = 'running' THEN 1 ELSE 0 END,
+  outcome = CASE WHEN r.outcome = 'skipped' THEN excluded.outcome ELSE r.outcome END
+RETURNING (extract(epoch FROM r.tick) * 1000)::float8 AS tick_ms,
+          r.outcome = 'running' AND r.stamp IS NOT DISTINCT FROM $5::bigint AS claimed,
+          (SELECT busy FROM b) AS busy,
+          (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms`;
+
+/** $1 job, $2 tick (epoch ms), $3 stamp, $4 outcome, $5 error name, $6 duration (ms): the end of a claimed run. */
+export const END_RUN = `UPDATE locking_job_run
+  SET outcome = $4, error = $5, duration_ms = $6
+  WHERE job = $1 AND tick = to_timestamp($2::float8 / 1000) AND stamp = $3`;
+
+/** $1 job, $2 schedule, $3 next tick (epoch ms) or null, $4 whether a run has just succeeded. */
+export const TOUCH_JOB = `INSERT INTO locking_job AS j (job, schedule, next_tick, last_succeeded, updated)
+VALUES ($1, $2, to_timestamp($3::float8 / 1000), CASE WHEN $4::boolean THEN clock_timestamp() END, clock_timestamp())
+ON CONFLICT (job) DO UPDATE SET
+  schedule = excluded.schedule,
+  next_tick = COALESCE(excluded.next_tick, j.next_tick),
+  last_succeeded = COALESCE(excluded.last_succeeded, j.last_succeeded),
+  updated = excluded.updated`;
+
+/** $1 job or null, $2 since or null, $3 limit: runs, newest tick first. */
+export const SELECT_RUNS = `SELECT r.job, (extract(epoch FROM r.tick) * 1000)::float8 AS tick_ms,
+       CASE WHEN ${ABANDONED} THEN 'abandoned' ELSE r.outcome END AS outcome,
+       r.app_id, r.stamp::text AS stamp, r.started, r.duration_ms, r.error, r.skipped_busy, r.skipped_elsewhere
+  FROM locking_job_run r
+ WHERE ($1::text IS NULL OR r.job = $1) AND ($2::timestamptz IS NULL OR r.tick >= $2)
+ ORDER BY r.tick DESC, r.job
+ LIMIT $3`;
+
+/** Every job, by name, with the age of its last success on the database clock. */
+export const SELECT_JOBS = `SELECT job, schedule, next_tick, last_succeeded,
+       extract(epoch FROM clock_timestamp() - last_succeeded)::float8 AS last_succeeded_age
+  FROM locking_job ORDER BY job`;
+
+/** $1 retention (ms), $2 limit: deletes ended runs (and abandoned ones) whose tick is older than the retention. */
+export const PRUNE_RUNS = `DELETE FROM locking_job_run WHERE (job, tick) IN (
+  SELECT r.job, r.tick FROM locking_job_run r
+   WHERE r.tick < clock_timestamp() - $1 * interval '1 millisecond'
+     AND (r.outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp))
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED)`;
