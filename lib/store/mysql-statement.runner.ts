@@ -184,9 +184,12 @@ export class MysqlStatementRunner {
       broken = isMysqlConnectionFailure(error);
       throw error;
     } finally {
-      connection.off('error', ignore);
+      // A destroyed connection keeps its listener: it may still emit an 'error' while it goes.
       if (broken) connection.destroy();
-      else connection.release();
+      else {
+        connection.off('error', ignore);
+        connection.release();
+      }
     }
   }
 

@@ -73,6 +73,7 @@ export async function openListener(client: PoolClient, callbacks: ListenerCallba
     client.off('notification', onNotification);
     client.off('error', onLost);
     client.off('end', onLost);
+    client.on('error', () => undefined); // it may still emit one (the server ending it) while it is destroyed
     client.release(true);
   };
   const onLost = () => {

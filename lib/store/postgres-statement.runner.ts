@@ -123,8 +123,9 @@ export class PostgresStatementRunner {
       const broken = failure !== undefined && isConnectionFailure(failure);
       if (borrowed) lane!.giveBack(borrowed, broken);
       else {
-        client.off('error', ignore);
-        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled.
+        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled; it keeps
+        // its listener, since it may still emit an 'error' (the server ending it) while it is being destroyed.
+        if (!broken) client.off('error', ignore);
         client.release(broken);
       }
     }
