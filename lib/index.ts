@@ -67,6 +67,7 @@ export {
   GroupLockChecks1795700000000,
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
+  LockInstances1796200000000,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {
