@@ -1,7 +1,7 @@
 import { LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 // Internal to the package: the MySQL listener's poll while an application has waiters, to name the row.
-import { POLL_BUSY_MS } from '../lib/store/mysql-sessions.util.js';
+import { POLL_BUSY_MS } from '../lib/store/mysql/mysql-sessions.util.js';
 import { bootApplication } from './contenders/library.contender.js';
 import { percentile } from './stats.js';
 

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { lockDialectOf } from '../store/lock-dialect.util.js';
-import { MysqlStatementRunner } from '../store/mysql-statement.runner.js';
-import { PostgresStatementRunner } from '../store/postgres-statement.runner.js';
+import { MysqlStatementRunner } from '../store/mysql/mysql-statement.runner.js';
+import { PostgresStatementRunner } from '../store/postgres/postgres-statement.runner.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { JobRunStore } from './job-runs.store.js';
 import { MysqlJobRunStore } from './mysql-job-runs.store.js';

@@ -1,5 +1,5 @@
 import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
-import type { MysqlStatementRunner } from '../store/mysql-statement.runner.js';
+import type { MysqlStatementRunner } from '../store/mysql/mysql-statement.runner.js';
 import {
   type JobRegistration,
   type JobRow,

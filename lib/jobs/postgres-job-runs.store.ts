@@ -1,5 +1,5 @@
 import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
-import type { PostgresStatementRunner } from '../store/postgres-statement.runner.js';
+import type { PostgresStatementRunner } from '../store/postgres/postgres-statement.runner.js';
 import {
   type JobRegistration,
   type JobRow,

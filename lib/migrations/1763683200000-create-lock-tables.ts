@@ -1,5 +1,5 @@
-import { CREATE_MYSQL_LOCK_SCHEMA, DROP_MYSQL_LOCK_SCHEMA } from '../store/mysql-lock.schema.sql.js';
-import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from '../store/postgres-lock.schema.sql.js';
+import { CREATE_MYSQL_LOCK_SCHEMA, DROP_MYSQL_LOCK_SCHEMA } from './sql/mysql-lock.schema.sql.js';
+import { CREATE_LOCK_SCHEMA, DROP_LOCK_SCHEMA } from './sql/postgres-lock.schema.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

@@ -1,4 +1,4 @@
-import { DOWNGRADE_LOCK_SCHEMA_V2, UPGRADE_LOCK_SCHEMA_V2 } from '../store/postgres-lock.schema-v2.sql.js';
+import { DOWNGRADE_LOCK_SCHEMA_V2, UPGRADE_LOCK_SCHEMA_V2 } from './sql/postgres-lock.schema-v2.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

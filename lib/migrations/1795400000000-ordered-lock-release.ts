@@ -1,4 +1,4 @@
-import { DOWNGRADE_LOCK_SCHEMA_V3, UPGRADE_LOCK_SCHEMA_V3 } from '../store/postgres-lock.schema-v3.sql.js';
+import { DOWNGRADE_LOCK_SCHEMA_V3, UPGRADE_LOCK_SCHEMA_V3 } from './sql/postgres-lock.schema-v3.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

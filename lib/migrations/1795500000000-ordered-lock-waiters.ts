@@ -1,4 +1,4 @@
-import { DOWNGRADE_LOCK_SCHEMA_V4, UPGRADE_LOCK_SCHEMA_V4 } from '../store/postgres-lock.schema-v4.sql.js';
+import { DOWNGRADE_LOCK_SCHEMA_V4, UPGRADE_LOCK_SCHEMA_V4 } from './sql/postgres-lock.schema-v4.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

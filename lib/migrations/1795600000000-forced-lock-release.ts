@@ -1,4 +1,4 @@
-import { DOWNGRADE_LOCK_SCHEMA_V5, UPGRADE_LOCK_SCHEMA_V5 } from '../store/postgres-lock.schema-v5.sql.js';
+import { DOWNGRADE_LOCK_SCHEMA_V5, UPGRADE_LOCK_SCHEMA_V5 } from './sql/postgres-lock.schema-v5.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

@@ -1,4 +1,4 @@
-import { DOWNGRADE_LOCK_SCHEMA_V6, UPGRADE_LOCK_SCHEMA_V6 } from '../store/postgres-lock.schema-v6.sql.js';
+import { DOWNGRADE_LOCK_SCHEMA_V6, UPGRADE_LOCK_SCHEMA_V6 } from './sql/postgres-lock.schema-v6.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

@@ -1,4 +1,4 @@
-import { CREATE_MYSQL_LOCK_PROCEDURES, DROP_MYSQL_LOCK_PROCEDURES } from '../store/mysql-lock.procedures.sql.js';
+import { CREATE_MYSQL_LOCK_PROCEDURES, DROP_MYSQL_LOCK_PROCEDURES } from './sql/mysql-lock.procedures.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

@@ -3,7 +3,7 @@ import {
   CREATE_MYSQL_JOB_RUN_TABLES,
   DROP_JOB_RUN_TABLES,
   DROP_MYSQL_JOB_RUN_TABLES,
-} from '../jobs/job-runs.schema.sql.js';
+} from './sql/job-runs.schema.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

@@ -3,7 +3,7 @@ import {
   CREATE_POSTGRES_INSTANCES,
   DROP_MYSQL_INSTANCES,
   DROP_POSTGRES_INSTANCES,
-} from '../store/lock-instances.schema.sql.js';
+} from './sql/lock-instances.schema.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**

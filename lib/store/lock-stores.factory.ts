@@ -4,12 +4,12 @@ import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js'
 import type { LockAdminStore } from './lock-admin.store.js';
 import { lockDialectOf } from './lock-dialect.util.js';
 import type { LockStore } from './lock.store.js';
-import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
-import { MysqlLockStore } from './mysql-lock.store.js';
-import { MysqlStatementRunner } from './mysql-statement.runner.js';
-import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
-import { PostgresLockStore } from './postgres-lock.store.js';
-import { PostgresStatementRunner } from './postgres-statement.runner.js';
+import { MysqlLockAdminStore } from './mysql/mysql-lock-admin.store.js';
+import { MysqlLockStore } from './mysql/mysql-lock.store.js';
+import { MysqlStatementRunner } from './mysql/mysql-statement.runner.js';
+import { PostgresLockAdminStore } from './postgres/postgres-lock-admin.store.js';
+import { PostgresLockStore } from './postgres/postgres-lock.store.js';
+import { PostgresStatementRunner } from './postgres/postgres-statement.runner.js';
 
 /**
  * The lock store of the DataSource's dialect; a `LockConfigurationError` for a database that is neither PostgreSQL

@@ -1,4 +1,4 @@
-import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/store/mysql-lock.procedures.sql.js';
+import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
 import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';

@@ -1,5 +1,5 @@
-import { CREATE_LOCK_SCHEMA } from '../../lib/store/postgres-lock.schema.sql.js';
-import { UPGRADE_LOCK_SCHEMA_V2 } from '../../lib/store/postgres-lock.schema-v2.sql.js';
+import { CREATE_LOCK_SCHEMA } from '../../lib/migrations/sql/postgres-lock.schema.sql.js';
+import { UPGRADE_LOCK_SCHEMA_V2 } from '../../lib/migrations/sql/postgres-lock.schema-v2.sql.js';
 import { CONCURRENCY_RUN, runLockProperty } from '../support/lock-property.harness.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 

@@ -1,4 +1,4 @@
-import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/store/mysql-lock.procedures.sql.js';
+import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
 import { CONCURRENCY_RUN, runLockProperty, type PropertyRunOptions } from '../support/lock-property.harness.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';

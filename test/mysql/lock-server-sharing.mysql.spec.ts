@@ -1,5 +1,5 @@
 import { AppIdInUseError } from 'nestjs-db-locks';
-import * as SQL from '../../lib/store/mysql-lock.queries.sql.js';
+import * as SQL from '../../lib/store/mysql/mysql-lock.queries.sql.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';

@@ -1,7 +1,7 @@
 import { LockStoreError } from 'nestjs-db-locks';
 import { LockStore } from '../../lib/store/lock.store.js';
-import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/store/mysql-lock.procedures.sql.js';
-import { PROCEDURES_RECHECK_MS } from '../../lib/store/mysql-lock.store.js';
+import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
+import { PROCEDURES_RECHECK_MS } from '../../lib/store/mysql/mysql-lock.store.js';
 import { startLoad } from '../support/fault-load.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';

@@ -133,7 +133,7 @@ export async function startRestartableMariadb(options: readonly string[] = []): 
     },
     tryQuery,
     async appIdsHeld(appIds) {
-      // The instance lock is GET_LOCK on this name (lib/store/mysql-lock.queries.sql.ts).
+      // The instance lock is GET_LOCK on this name (lib/store/mysql/mysql-lock.queries.sql.ts).
       const held = await tryQuery<{ n: string }>(
         `SELECT ${appIds.map((id) => `(IS_USED_LOCK(CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), '${id}'), 256), 48))) IS NOT NULL)`).join(' + ')} AS n`,
       );

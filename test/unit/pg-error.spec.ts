@@ -1,5 +1,5 @@
 import { LockStoreError } from 'nestjs-db-locks';
-import { isConnectionFailure, toLockError } from '../../lib/store/pg-error.util.js';
+import { isConnectionFailure, toLockError } from '../../lib/store/postgres/pg-error.util.js';
 
 /** An error shaped as the driver throws it. */
 function driverError(code: string | undefined, message = 'boom'): Error {

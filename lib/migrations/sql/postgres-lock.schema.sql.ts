@@ -1,15 +1,11 @@
 /**
  * The PostgreSQL schema of nestjs-db-locks: sequence, tables and the engine's functions, as run by the first shipped
- * migration (`postgres-lock.schema-v2.sql.ts` has the second). Statements of the running engine are in `postgres-lock.queries.sql.ts`.
+ * migration (`postgres-lock.schema-v2.sql.ts` has the second). Statements of the running engine are in `lib/store/postgres/postgres-lock.queries.sql.ts`.
  * @internal
  */
+import { LIVE, NOTIFY_CHANNEL } from '../../store/lock-sql.constants.js';
 import * as Fragment from './postgres-lock.fragments.sql.js';
 
-/** The LISTEN/NOTIFY channel on which freed lock names are announced. */
-export const NOTIFY_CHANNEL = 'nestjs_db_locks';
-
-/** Statuses of a grant that still holds its locks, as an SQL list. */
-export const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
 
 /**
  * `locking_try_acquire` as created by the first migration (and restored by the second one's `down`).

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockStoreError, LockTablesMissingError } from '../errors/index.js';
-import type { LockRequest } from '../interfaces/index.js';
-import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
-import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { LockStoreError, LockTablesMissingError } from '../../errors/index.js';
+import type { LockRequest } from '../../interfaces/index.js';
+import { LockTelemetry } from '../../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import {
   LockStore,
   type BusyLock,
@@ -11,14 +11,14 @@ import {
   type ListenerCallbacks,
   type LockListener,
   type RenewOutcome,
-} from './lock.store.js';
+} from '../lock.store.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
-import { jsonArray } from './lock-rows.util.js';
+import { jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
-import { MODE_CODE } from './postgres-lock.queries.sql.js';
+import { MODE_CODE } from '../lock-sql.constants.js';
 
 /** How long grants and releases go statement by statement before the procedures are tried again. @internal */
 export const PROCEDURES_RECHECK_MS = 30_000;
@@ -45,7 +45,7 @@ const NAMES_PRUNED_PER_RUN = 1000;
  * rows in `locking_names` in sorted order (the per-name mutex), then reads the held rows and the permits, then writes
  * its log row (whose `AUTO_INCREMENT` id is the stamp) and its lock rows, and commits: a grant is durable when
  * `tryLocks` answers (with InnoDB's default `innodb_flush_log_at_trx_commit = 1`). A grant and a release are one call
- * of a stored procedure each (`mysql-lock.procedures.sql.ts`), or the same statements one by one where the
+ * of a stored procedure each (`lib/migrations/sql/mysql-lock.procedures.sql.ts`), or the same statements one by one where the
  * procedures' migration has not run.
  * @internal
  */

@@ -1,20 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { DataSource } from 'typeorm';
-import { LockConfigurationError, type LockError } from '../errors/index.js';
-import type { LockRetryOptions } from '../interfaces/index.js';
+import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
-import { lockDialectOf } from './lock-dialect.util.js';
+import { lockDialectOf } from '../lock-dialect.util.js';
 import type { SessionLane } from './session-lane.util.js';
+import type { StatementRunnerOptions } from '../statement-runner.options.js';
 
 /** Smallest pool the library works with: two kept sessions, and statements beside them. */
 const MIN_POOL_SIZE = 3;
-
-/** What a runner needs of the options. @internal */
-export interface StatementRunnerOptions {
-  readonly retry: Required<LockRetryOptions>;
-  readonly queryTimeoutMs: number;
-}
 
 /** A statement to run, optionally on a session lane. @internal */
 export type LockStatement = QueryConfig & { lane?: SessionLane };

@@ -5,7 +5,7 @@
  * statement writes `UTC_TIMESTAMP(6)`, so the session's time zone never matters), and the stamp comes from the log's
  * `AUTO_INCREMENT` (persisted across restarts since MySQL 8.0 and MariaDB 10.2.4: stamps never repeat). One table
  * more, `locking_names`: one row per lock name, which a grant locks in sorted order to serialise its names, where
- * PostgreSQL uses transaction advisory locks. Statements of the running engine are in `mysql-lock.queries.sql.ts`.
+ * PostgreSQL uses transaction advisory locks. Statements of the running engine are in `lib/store/mysql/mysql-lock.queries.sql.ts`.
  * @internal
  */
 

@@ -1,5 +1,5 @@
 import type { PoolConnection } from 'mysql2';
-import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
+import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { toMysqlLockError } from './mysql-error.util.js';
 import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';

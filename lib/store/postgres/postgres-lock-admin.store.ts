@@ -6,11 +6,12 @@ import type {
   LockLogQuery,
   LockPermitsEntry,
   LockWaiterInfo,
-} from '../interfaces/index.js';
-import { LockAdminStore, type ForcedGrant, type SchemaRows } from './lock-admin.store.js';
+} from '../../interfaces/index.js';
+import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
 import * as Admin from './postgres-lock-admin.queries.sql.js';
+import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
-import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from './lock-rows.util.js';
+import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from '../lock-rows.util.js';
 import type { PostgresStatementRunner } from './postgres-statement.runner.js';
 
 /** `LockAdminStore` on PostgreSQL. @internal */
@@ -74,7 +75,7 @@ export class PostgresLockAdminStore extends LockAdminStore {
   async savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void> {
     await this.runner.run('setLockPermits', false, {
       text: permits === null ? SQL.DELETE_PERMITS : SQL.UPSERT_PERMITS,
-      values: permits === null ? [name, SQL.MODE_CODE[mode]] : [name, SQL.MODE_CODE[mode], permits],
+      values: permits === null ? [name, MODE_CODE[mode]] : [name, MODE_CODE[mode], permits],
     });
   }
 

@@ -1,8 +1,9 @@
 import type { QueryConfig, QueryResult, QueryResultRow } from 'pg';
-import { LockTablesMissingError } from '../errors/index.js';
-import type { LockRequest } from '../interfaces/index.js';
-import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { LockTablesMissingError } from '../../errors/index.js';
+import type { LockRequest } from '../../interfaces/index.js';
+import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import { sqlStateOf } from './pg-error.util.js';
+import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { RequestBatcher } from './request-batcher.util.js';
 import { SessionLane } from './session-lane.util.js';
@@ -84,7 +85,7 @@ export class PostgresHotPath {
             appId,
             instance,
             lock.name,
-            SQL.MODE_CODE[lock.mode],
+            MODE_CODE[lock.mode],
             only.waiter ?? null,
             defaultPermits.read,
             defaultPermits.write,
@@ -102,7 +103,7 @@ export class PostgresHotPath {
     for (const { group, waiter } of requests) {
       for (const request of group) {
         names.push(request.name);
-        modes.push(SQL.MODE_CODE[request.mode]);
+        modes.push(MODE_CODE[request.mode]);
       }
       ends.push(names.length);
       waiters.push(waiter ?? null);

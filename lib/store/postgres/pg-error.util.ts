@@ -1,4 +1,4 @@
-import { LockConfigurationError, LockError, LockStoreError, LockTablesMissingError } from '../errors/index.js';
+import { LockConfigurationError, LockError, LockStoreError, LockTablesMissingError } from '../../errors/index.js';
 
 /** SQLSTATEs after which PostgreSQL has rolled the statement back and a retry is safe. */
 const TRANSIENT_CODES = new Set([

@@ -1,8 +1,8 @@
 import type { PoolClient } from 'pg';
-import type { InstanceSession, ListenerCallbacks, LockListener } from './lock.store.js';
+import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { toLockError } from './pg-error.util.js';
 import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
-import { NOTIFY_CHANNEL } from './postgres-lock.schema.sql.js';
+import { NOTIFY_CHANNEL } from '../lock-sql.constants.js';
 import type { SessionLane } from './session-lane.util.js';
 
 /**

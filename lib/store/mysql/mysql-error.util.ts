@@ -1,4 +1,4 @@
-import { LockError, LockStoreError, LockTablesMissingError } from '../errors/index.js';
+import { LockError, LockStoreError, LockTablesMissingError } from '../../errors/index.js';
 
 /** What the `mysql2` driver puts on its errors. */
 interface MysqlDriverError {

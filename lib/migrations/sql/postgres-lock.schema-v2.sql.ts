@@ -5,7 +5,8 @@
  * @internal
  */
 import * as Fragment from './postgres-lock.fragments.sql.js';
-import { LIVE, RELEASE_FUNCTION_V1, TRY_ACQUIRE_FUNCTION_V1 } from './postgres-lock.schema.sql.js';
+import { LIVE } from '../../store/lock-sql.constants.js';
+import { RELEASE_FUNCTION_V1, TRY_ACQUIRE_FUNCTION_V1 } from './postgres-lock.schema.sql.js';
 
 /*
  * INDEX_SCANS_ONLY: both functions plan their statements with sequential scans disabled (for their own transaction,

@@ -1,9 +1,9 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockStoreError } from '../errors/index.js';
-import type { LockRequest } from '../interfaces/index.js';
-import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
-import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { LockStoreError } from '../../errors/index.js';
+import type { LockRequest } from '../../interfaces/index.js';
+import { LockTelemetry } from '../../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import {
   LockStore,
   type BusyLock,
@@ -11,8 +11,9 @@ import {
   type ListenerCallbacks,
   type LockListener,
   type RenewOutcome,
-} from './lock.store.js';
+} from '../lock.store.js';
 import { isConnectionFailure, isRowChangedSinceSnapshot, toLockError } from './pg-error.util.js';
+import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { SELECT_BUSY_LOCKS } from './postgres-lock-waiting.queries.sql.js';
 import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
@@ -53,7 +54,7 @@ export class PostgresLockStore extends LockStore {
   async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
     await this.run('tryLocks', false, {
       text: SQL.REGISTER_WAITER,
-      values: [waiter, this.options.appId, group.map((r) => r.name), group.map((r) => SQL.MODE_CODE[r.mode]), ttlMs],
+      values: [waiter, this.options.appId, group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), ttlMs],
     });
   }
 
@@ -65,7 +66,7 @@ export class PostgresLockStore extends LockStore {
     const { read, write } = this.options.defaultPermits;
     const result = await this.run<{ name: string; mode: string; busy: BusyLock['reason'] }>('tryLocks', false, {
       text: SELECT_BUSY_LOCKS,
-      values: [group.map((r) => r.name), group.map((r) => SQL.MODE_CODE[r.mode]), read, write],
+      values: [group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), read, write],
     });
     return result.rows.map((row) => ({
       request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' },

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolConnection } from 'mysql2';
 import type { DataSource } from 'typeorm';
-import { LockConfigurationError, type LockError } from '../errors/index.js';
+import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isMysqlConnectionFailure, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
-import type { StatementRunnerOptions } from './postgres-statement.runner.js';
+import type { StatementRunnerOptions } from '../statement-runner.options.js';
 
 /** Smallest pool the library works with: the instance session, and statements beside it. */
 const MIN_POOL_SIZE = 2;

@@ -4,7 +4,7 @@
  * takes seven and six. Each procedure runs its own transaction at READ COMMITTED (`SET TRANSACTION` there applies to
  * that transaction only: the session's level is left as it was) and commits it; on any error it rolls back and
  * re-raises the error unchanged, so a deadlock's victim is retried by the caller like any transaction of the store.
- * The statements are those of `mysql-lock.queries.sql.ts`, in the same order; the store falls back to those when the
+ * The statements are those of `lib/store/mysql/mysql-lock.queries.sql.ts`, in the same order; the store falls back to those when the
  * procedures do not exist yet (a database not migrated to this version).
  *
  * Parameters are declared `utf8mb4`, and the group's names are read as `utf8mb4_bin`: a procedure's string parameters
@@ -16,7 +16,7 @@
  */
 
 /** Statuses of a grant that still holds its locks, as an SQL list. */
-const LIVE = `('ACQUIRED', 'BUSINESS_DONE')`;
+import { LIVE } from '../../store/lock-sql.constants.js';
 
 /** The group's names (`p_names`, a JSON array) as rows: their position from 1 (`ord`), and the name byte for byte. */
 const GROUP_NAMES = `JSON_TABLE(p_names, '$[*]' COLUMNS (

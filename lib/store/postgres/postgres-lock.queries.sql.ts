@@ -1,12 +1,9 @@
 /**
  * The statements of the running lock engine on PostgreSQL, parameterised. The schema and the functions they call are
- * in `postgres-lock.schema.sql.ts`.
+ * in `lib/migrations/sql/`.
  * @internal
  */
-import { LIVE } from './postgres-lock.schema.sql.js';
-
-/** How the tables spell the modes. */
-export const MODE_CODE = { read: 'R', write: 'W' } as const;
+import { LIVE } from '../lock-sql.constants.js';
 
 /** Namespace (first key) of the session advisory lock an instance holds on its `appId` while it lives. */
 export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022

@@ -6,7 +6,7 @@
  * @internal
  */
 import * as Fragment from './postgres-lock.fragments.sql.js';
-import { LIVE } from './postgres-lock.schema.sql.js';
+import { LIVE } from '../../store/lock-sql.constants.js';
 import {
   notifyWaitersOf,
   RELEASE_FUNCTION_V2,

@@ -1,6 +1,6 @@
 /**
  * The statements of the running lock engine on MySQL and MariaDB, parameterised (`?`). The tables are in
- * `mysql-lock.schema.sql.ts`. Times are database time in UTC; durations are passed in milliseconds and applied as
+ * `lib/migrations/sql/mysql-lock.schema.sql.ts`. Times are database time in UTC; durations are passed in milliseconds and applied as
  * microsecond intervals.
  * @internal
  */
@@ -69,7 +69,7 @@ export const checkGroup = (count: number): string => {
 /**
  * ? app id, ? instance, ? names (JSON), ? modes (JSON), ? lease (ms), ? waiter (or null), ? default write permits,
  * ? default read permits → `stamp` (0: not available). The whole grant below, as one call
- * (`mysql-lock.procedures.sql.ts`).
+ * (`lib/migrations/sql/mysql-lock.procedures.sql.ts`).
  */
 export const CALL_TRY_ACQUIRE = 'CALL locking_try_acquire(?, ?, ?, ?, ?, ?, ?, ?)';
 

@@ -7,7 +7,7 @@
  * this schema (the new columns are nullable or have a default).
  * @internal
  */
-import { LIVE } from './postgres-lock.schema.sql.js';
+import { LIVE } from '../../store/lock-sql.constants.js';
 
 /**
  * Frees the live grant `p_stamp` of any app: its log row turns FORCED with the actor and the reason (locked first; a

@@ -7,14 +7,14 @@ import type {
   LockLogStatus,
   LockPermitsEntry,
   LockWaiterInfo,
-} from '../interfaces/index.js';
-import { LockAdminStore, type ForcedGrant, type SchemaRows } from './lock-admin.store.js';
-import { jsonArray, locksOf, toGrant, toLogEntry, type LogRow } from './lock-rows.util.js';
+} from '../../interfaces/index.js';
+import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
+import { jsonArray, locksOf, toGrant, toLogEntry, type LogRow } from '../lock-rows.util.js';
 import * as Admin from './mysql-lock-admin.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
-import { MODE_CODE } from './postgres-lock.queries.sql.js';
+import { MODE_CODE } from '../lock-sql.constants.js';
 
 /** A log row as MySQL sends it: JSON arrays (parsed by MySQL's driver, text from MariaDB), times as ISO strings. */
 interface MysqlLogRow {
