@@ -112,6 +112,11 @@ export class LockLeases {
     return this.current(stamp) !== undefined;
   }
 
+  /** Whether `stamp` is a grant of this process: held (even past its deadline) or being released. */
+  knows(stamp: number): boolean {
+    return this.held.has(stamp) || this.releasing.has(stamp);
+  }
+
   /** The grant's signal; an already aborted one for a stamp this process does not hold. */
   signal(stamp: number): AbortSignal {
     const grant = this.current(stamp);

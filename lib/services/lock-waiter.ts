@@ -9,6 +9,11 @@ export interface WaitContext {
   readonly store: LockStore;
   /** One acquisition attempt of the group for `waiter` (it checks the instance lock and records the lease's start). */
   readonly attempt: (waiter: string) => Promise<number>;
+  /**
+   * Looks for a grant of the group that an attempt sent at `since` (`Date.now()`) may have got although its outcome
+   * was unknown; its stamp, or 0 when nothing was granted.
+   */
+  readonly resolve: (since: number) => Promise<number>;
   readonly notifications: LockNotifications;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
@@ -19,6 +24,14 @@ export interface WaitContext {
  * pool slow to answer delays the end of a wait by at most this much.
  */
 const LAST_CHECK_MS = 100;
+
+/** The first pause after a failure; each failure in a row doubles it, up to the re-check interval. */
+const FIRST_BACKOFF_MS = 25;
+
+/** A pause of about `ms` with jitter (between half and all of it): waiters that failed together do not retry together. */
+function jittered(ms: number): number {
+  return ms / 2 + (Math.random() * ms) / 2;
+}
 
 /** A signal that never fires. */
 const NEVER = new AbortController().signal;
@@ -65,9 +78,13 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
  * notification for its names and at least every `recheckMs`. A release that commits before the registration is
  * seen by the first attempt; one that commits after it sees the waiter and notifies.
  *
- * The database may fail for a moment while the waiter waits (a restart, a dropped connection): an attempt or a
- * registration whose outcome is known (nothing granted) is simply made again until the deadline, which then reports
- * the last failure; an attempt whose outcome is unknown ends the wait with its error.
+ * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover): an attempt
+ * or a registration that failed is made again until the deadline, after a pause that grows with the failures in a
+ * row and has jitter (waiters that failed together do not retry together on a pool that is still dying), and the
+ * deadline then reports the last failure. An attempt whose outcome is unknown (it may have been granted) is not taken
+ * as final: the waiter resolves it by looking, once the database answers again, for the grant it may have got (see
+ * `LockOutcomes`), gets it when there is one, and otherwise goes on waiting; only an outcome still unknown at the
+ * deadline ends the wait with its error.
  *
  * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
@@ -112,9 +129,13 @@ export async function waitForGroup(
     if (signal.aborted) throw stopError(signal);
     let registeredAt = -Infinity;
     let failure: LockStoreError | undefined;
+    /** An attempt whose outcome is unknown, not resolved yet: `since`, when it was sent (`Date.now()`). */
+    let unknown: { readonly error: LockStoreError; readonly since: number } | undefined;
+    let failuresInARow = 0;
     const knownFailure = (error: unknown): void => {
-      if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
+      if (!(error instanceof LockStoreError)) throw error;
       failure = error;
+      failuresInARow++;
     };
     const register = async () => {
       registering = true;
@@ -133,7 +154,11 @@ export async function waitForGroup(
     for (;;) {
       woken = false;
       let stamp = 0;
-      const trying = context.attempt(waiter);
+      const sentAt = Date.now();
+      // While an outcome is unknown the waiter looks instead of trying: a new grant next to a forgotten one would
+      // hold the forgotten one's permits until its lease ends.
+      const trying = unknown ? context.resolve(unknown.since) : context.attempt(waiter);
+      const resolving = unknown !== undefined;
       try {
         let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
         // Aborted meanwhile: an answer that comes soon is awaited, so that a grant it brings is released below.
@@ -141,6 +166,8 @@ export async function waitForGroup(
         if (tried) {
           stamp = tried.value;
           failure = undefined;
+          unknown = undefined;
+          failuresInARow = 0;
         } else {
           abandoned = true;
           // Nobody is left to use a grant that comes too late; should its release fail, the lease runs out.
@@ -148,6 +175,7 @@ export async function waitForGroup(
         }
       } catch (error) {
         knownFailure(error);
+        if (!resolving && error instanceof LockStoreError && error.outcomeUnknown) unknown = { error, since: sentAt };
       }
       if (signal.aborted) {
         // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
@@ -160,6 +188,7 @@ export async function waitForGroup(
       }
       const left = deadline - Date.now();
       if (left <= 0) {
+        if (unknown) throw unknown.error;
         if (failure) throw failure;
         return 0;
       }
@@ -167,10 +196,14 @@ export async function waitForGroup(
         await register();
         void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
       }
-      // A notification that arrived while we were trying means: try again at once.
-      if (!woken && !signal.aborted) {
+      // A notification that arrived while we were trying means: try again at once (after a failure: after the pause).
+      if ((!woken || failuresInARow > 0) && !signal.aborted) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), context.recheckMs)));
+          const pause =
+            failuresInARow > 0
+              ? jittered(Math.min(context.recheckMs, FIRST_BACKOFF_MS * 2 ** Math.min(failuresInARow - 1, 16)))
+              : context.recheckMs;
+          const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), pause)));
           wake = () => {
             clearTimeout(timer);
             resolve();

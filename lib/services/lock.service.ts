@@ -52,6 +52,7 @@ import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
 import { LockNotifications } from './lock-notifications.service.js';
 import { LockReaper } from './lock-reaper.service.js';
+import { LockOutcomes } from './lock-outcomes.ledger.js';
 import { waitForGroup } from './lock-waiter.js';
 import { LockServiceHost } from './lock-service.host.js';
 import { LockTransactionContext } from './lock-transaction.storage.js';
@@ -76,6 +77,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   private readonly closing = new AbortController();
   /** The waits under way, so that shutdown can await their clean-up. */
   private readonly waits = new Set<Promise<number>>();
+  /** The attempts of this service, to resolve one whose outcome is unknown. */
+  private readonly outcomes: LockOutcomes;
   /** What `@WithLocks` calls through (and the key of this service's re-entrancy context). */
   private readonly holder: LockHolder = {
     tryLocks: (locks, options) => this.tryLocks(locks, options),
@@ -101,7 +104,9 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly telemetry: LockTelemetry,
     private readonly dataSources: LockDataSources,
     private readonly calls: LockedCallsTracker,
-  ) {}
+  ) {
+    this.outcomes = new LockOutcomes(store, leases, options);
+  }
 
   /** The `appId` this service takes and releases locks for. */
   get appId(): string {
@@ -185,12 +190,19 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
       if (!this.instanceLock.held) await this.instanceLock.ensure();
       // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
       sentAt = LockLeases.now();
-      return this.store.tryAcquire(group, waiter);
+      return this.outcomes.track(this.store.tryAcquire(group, waiter));
+    };
+    // A waiter whose attempt's outcome is unknown looks for the grant it may have got (see `LockOutcomes`).
+    const resolve = async (since: number): Promise<number> => {
+      if (!this.instanceLock.held) await this.instanceLock.ensure();
+      const found = await this.outcomes.resolve(group, since);
+      if (found) sentAt = found.sentAt;
+      return found?.stamp ?? 0;
     };
     const trace = this.telemetry.acquiring(group, waitMs);
     let stamp: number;
     try {
-      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt) : await attempt();
+      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt, resolve) : await attempt();
     } catch (error) {
       throw trace.failed(error);
     }
@@ -210,8 +222,10 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     waitMs: number,
     signal: AbortSignal | undefined,
     attempt: (waiter: string) => Promise<number>,
+    resolve: (since: number) => Promise<number>,
   ): Promise<number> {
-    const context = { store: this.store, attempt, notifications: this.notifications, recheckMs: this.options.waitRecheckMs };
+    const { store, notifications } = this;
+    const context = { store, attempt, resolve, notifications, recheckMs: this.options.waitRecheckMs };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
     this.waits.add(waiting);
