@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,8 +66,12 @@ export interface StandbyCluster {
   readonly url: string;
   readonly primaryPort: number;
   readonly standbyPort: number;
-  /** `pg_ctl stop -m immediate` on the primary: it dies as in a crash, clients' connections break. */
-  killPrimary(): void;
+  /**
+   * What `pg_ctl stop -m immediate` does to the primary, sent from here (SIGQUIT to the postmaster, which ends every
+   * server process without a checkpoint) so that nothing runs in between: it dies as in a crash, clients' connections
+   * break. Resolves once the postmaster is gone.
+   */
+  killPrimary(): Promise<void>;
   /** `pg_ctl promote -w` on the standby: resolves once it accepts writes. */
   promoteStandby(): void;
   /** Points the proxy at the standby and closes every client connection. */
@@ -147,9 +151,18 @@ export async function startStandbyCluster(): Promise<StandbyCluster> {
     url,
     primaryPort,
     standbyPort,
-    killPrimary() {
-      pg('pg_ctl', ['-D', primary, '-m', 'immediate', 'stop']);
+    async killPrimary() {
+      const pid = Number(readFileSync(join(primary, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      process.kill(pid, 'SIGQUIT');
       primaryDown = true;
+      await until(() => {
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      }, 10_000);
     },
     promoteStandby() {
       pg('pg_ctl', ['-D', standby, '-w', 'promote']);

@@ -23,7 +23,7 @@ const INSTANCES = ['f1', 'f2', 'f3'];
 
 /**
  * A primary and a synchronous standby (two PostgreSQL 15 clusters, `pg_basebackup -R`), three instances through a TCP
- * proxy, under load: the primary is killed (`pg_ctl stop -m immediate`), the standby promoted and the proxy switched,
+ * proxy, under load: the primary is killed (`pg_ctl stop -m immediate`'s SIGQUIT), the standby promoted and the proxy switched,
  * as Patroni with HAProxy does.
  */
 describeFailover('a failover to a synchronous standby', () => {
@@ -40,6 +40,8 @@ describeFailover('a failover to a synchronous standby', () => {
       const waitRecheckMs = appId === 'f3' ? 20 : RECHECK_MS;
       apps.push(await createLockApp(cluster.url, { appId, waitRecheckMs, ...options }, 6));
     }
+    // Releases that commit synchronously (`asyncRelease: false`): acknowledged only once the standby has them.
+    apps.push(await createLockApp(cluster.url, { appId: 'f4', asyncRelease: false, ...options }, 3));
   }, 120_000);
   afterAll(async () => {
     await Promise.all((apps ?? []).map((app) => app.close()));
@@ -55,11 +57,28 @@ describeFailover('a failover to a synchronous standby', () => {
     )?.[0]?.n ?? 0;
 
   it('waits survive it and are woken at once after it; nothing is granted twice, leaked, or reported raw', async () => {
-    const [f1, f2, f3] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks'], LockApp['locks']];
+    const [f1, f2, f3, f4] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks'], LockApp['locks'], LockApp['locks']];
+    // What a synchronous release costs with a synchronous standby: releases of one lock, one at a time.
+    const releaseMs = async (locks: LockApp['locks']) => {
+      let total = 0;
+      for (let i = 0; i < 20; i++) {
+        const stamp = await locks.tryLocks(['COST_WRITE']);
+        const from = performance.now();
+        await locks.releaseLocks(stamp);
+        total += performance.now() - from;
+      }
+      return total / 20;
+    };
+    const [asyncReleaseMs, syncReleaseMs] = [await releaseMs(f1), await releaseMs(f4)];
+    const releasedSync = await f4.tryLocks(['SYNCREL_WRITE']);
+    const releasedAsync = await f1.tryLocks(['ASYNCREL_WRITE']);
     // Six names held by f1, each waited for by a 10 s wait of f2 or f3 started before the kill.
     const names = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6'];
     const held = new Map<string, number>();
     for (const name of names) held.set(name, await f1.tryLocks([`${name}_WRITE`]));
+    const sampler = startDbSampler(cluster.url);
+    const load = startLoad([f1, f2, f3], { names: ['F1', 'F2', 'F3'], workers: 2, permits: (name) => f1.getLockPermits(name) });
+    await until(() => load.report.granted >= 50, 15_000);
     const waiterOf = (i: number) => (i % 2 ? f2 : f3);
     const waits = names.map((name, i) =>
       waiterOf(i)
@@ -69,14 +88,15 @@ describeFailover('a failover to a synchronous standby', () => {
           (error: unknown) => ({ stamp: 0, endedAt: performance.now(), error }),
         ),
     );
-    const sampler = startDbSampler(cluster.url);
-    const load = startLoad([f1, f2, f3], { names: ['F1', 'F2', 'F3'], workers: 2, permits: (name) => f1.getLockPermits(name) });
-    await until(() => load.report.granted >= 50, 15_000);
     await sleep(300); // the waiters are registered and listening
     const before = Math.max(...(await cluster.tryQuery<{ s: string }>('SELECT max(stamp)::text AS s FROM locking_log'))!.map((r) => Number(r.s)));
 
+    // Two releases acknowledged just before the kill: a synchronous one, then one that commits asynchronously (the
+    // default): the standby has the first for sure, the second only if its WAL was flushed and sent in time.
+    await f4.releaseLocks(releasedSync);
+    await f1.releaseLocks(releasedAsync);
     const killedAt = performance.now();
-    cluster.killPrimary();
+    await cluster.killPrimary();
     cluster.promoteStandby();
     cluster.switchProxy();
     const switchedAt = performance.now();
@@ -92,6 +112,16 @@ describeFailover('a failover to a synchronous standby', () => {
     }, 15_000);
     await until(async () => (await appIdsHeld()) === 3, 15_000);
     const appIdsMs = performance.now() - switchedAt;
+    expect(await cluster.tryQuery(`SELECT 1 FROM locking WHERE lock_name = 'SYNCREL'`)).toEqual([]);
+    const releaseLost = (await cluster.tryQuery(`SELECT 1 FROM locking WHERE lock_name = 'ASYNCREL'`))?.length === 1;
+    let lostReleaseMs = 0;
+    const lostReleaseFreed = until(async () => {
+      const stamp = await f3.tryLocks(['ASYNCREL_WRITE']).catch(() => 0);
+      if (stamp === 0) return false;
+      lostReleaseMs = performance.now() - killedAt;
+      await f3.releaseLocks(stamp);
+      return true;
+    }, LEASE_MS + 5000);
     // The listening connections reopen by themselves (no new wait starts): a release is heard at once.
     await sleep(1500);
     const releasedAt: number[] = [];
@@ -118,6 +148,9 @@ describeFailover('a failover to a synchronous standby', () => {
     // Twins are refused after it: every app id is held again.
     await expect(createLockApp(cluster.url, { appId: 'f2', ...options })).rejects.toBeInstanceOf(AppIdInUseError);
     for (const [i, wait] of ended.entries()) await waiterOf(i).releaseLocks(wait.stamp);
+    // A lost release holds its lock until its lease ends (it is not renewed any more) and a reaper frees it.
+    await lostReleaseFreed;
+    if (releaseLost) expect(lostReleaseMs).toBeLessThan(LEASE_MS + options.reaperIntervalMs + 2000);
     // Nothing leaked: no lock row, no waiter row, once the leases of grants that nobody knew of have ended.
     await until(async () => {
       const rows = await cluster.tryQuery<{ n: number }>(
@@ -128,7 +161,9 @@ describeFailover('a failover to a synchronous standby', () => {
     process.stdout.write(
       `failover figures: killed→switched ${(switchedAt - killedAt).toFixed(0)} ms, first grant ${firstGrantMs.toFixed(0)} ms ` +
         `and app ids held ${appIdsMs.toFixed(0)} ms after the switch, ` +
-        `waiters woken ${wokenMs.map((ms) => ms.toFixed(0)).join('/')} ms after a release following it\n`,
+        `waiters woken ${wokenMs.map((ms) => ms.toFixed(0)).join('/')} ms after a release following it; ` +
+        `a release acknowledged just before the kill was ${releaseLost ? `lost, its lock free ${lostReleaseMs.toFixed(0)} ms after the kill` : 'kept'}; ` +
+        `a release took ${asyncReleaseMs.toFixed(1)} ms (asynchronous commit) / ${syncReleaseMs.toFixed(1)} ms (asyncRelease: false)\n`,
     );
   }, 90_000);
 });
