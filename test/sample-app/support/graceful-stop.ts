@@ -3,8 +3,9 @@ import type { LoanOperationEntity } from '../../../sample-app/src/loans/loan-ope
 import { call, eventually, type JsonResponse } from './sample-instance.js';
 import { killSampleProcess, type SampleProcess, startSampleProcess } from './sample-process.js';
 
-/** How long the repayment's "bank transfer" takes: long enough to press Ctrl+C in the middle of it. */
-const REPAYMENT_MS = 1500;
+/** How long the repayment's "bank transfer" takes: long enough to press Ctrl+C in the middle of it, and to ask for
+ * more while it drains, on a loaded machine. */
+const REPAYMENT_MS = 3000;
 
 /** What a terminal's Ctrl+C did to a sample with a repayment in flight. */
 export interface CtrlCOutcome {
