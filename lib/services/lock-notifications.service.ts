@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { LockStore, type LockListener } from '../store/lock.store.js';
 
+/** First delay before the listening connection is opened again after it broke or could not be opened; it doubles. */
+const REOPEN_FIRST_MS = 100;
+/** Longest delay between two tries to open the listening connection again. */
+const REOPEN_MAX_MS = 2_000;
+
 interface Subscriber {
   readonly names: ReadonlySet<string>;
   readonly wake: () => void;
@@ -9,7 +14,9 @@ interface Subscriber {
 /**
  * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
  * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter. A lost
- * connection wakes every waiter and, while some waiter remains, is opened again at once; once it listens again every
+ * connection wakes every waiter and, while some waiter remains, is opened again at once, then again and again with
+ * back-off (100 ms doubling up to 2 s) while the database does not answer (a restart, a failover): it listens again
+ * within about 2 s of the database coming back, without waiting for a new wait to ask. Once it listens again every
  * waiter is woken once more (notifications sent in between were missed). Waiters also re-check on a timer, so
  * nothing depends on a notification arriving.
  * @internal
@@ -20,6 +27,8 @@ export class LockNotifications implements OnModuleDestroy {
   private readonly subscribers = new Set<Subscriber>();
   private listener?: Promise<LockListener | undefined>;
   private closed = false;
+  private reopenTimer?: NodeJS.Timeout;
+  private reopenDelayMs = REOPEN_FIRST_MS;
 
   constructor(@Inject(LockStore) private readonly store: LockStore) {}
 
@@ -47,16 +56,38 @@ export class LockNotifications implements OnModuleDestroy {
           this.logger.warn('The lock listening connection broke; it is opened again, waiters re-check meanwhile');
           this.listener = undefined;
           this.dispatch('*');
-          if (this.subscribers.size > 0) void this.ensureListening().then((open) => open && this.dispatch('*'));
+          this.reopen(0);
         },
+      })
+      .then((listener) => {
+        this.reopenDelayMs = REOPEN_FIRST_MS;
+        return listener;
       })
       .catch((error: unknown) => {
         if (this.closed) return undefined; // the pool closed under a connection asked for before the shutdown
-        this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
+        if (this.reopenDelayMs === REOPEN_FIRST_MS) {
+          this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
+        }
         this.listener = undefined;
+        this.reopen(this.reopenDelayMs);
+        this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
         return undefined;
       });
     return this.listener;
+  }
+
+  /**
+   * Opens the listening connection again after `delayMs`, while some waiter remains, and wakes every waiter once it
+   * listens (notifications sent meanwhile were missed). A failure schedules the next try.
+   */
+  private reopen(delayMs: number): void {
+    if (this.closed || this.reopenTimer || this.subscribers.size === 0) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.closed || this.subscribers.size === 0) return;
+      void this.ensureListening().then((open) => open && this.dispatch('*'));
+    }, delayMs);
+    this.reopenTimer.unref();
   }
 
   private dispatch(names: readonly string[] | '*'): void {
@@ -71,6 +102,7 @@ export class LockNotifications implements OnModuleDestroy {
    */
   onModuleDestroy(): void {
     this.closed = true;
+    clearTimeout(this.reopenTimer);
     void this.listener?.then((listener) => listener?.close());
     this.listener = undefined;
   }

@@ -20,6 +20,16 @@ export interface WaitContext {
  */
 const LAST_CHECK_MS = 100;
 
+/**
+ * After a failed attempt the next one waits at least this long, doubling with each failure in a row up to the
+ * re-check interval (with jitter): when a failover drops every connection at once, the waiters of a fleet do not all
+ * try again at once on a pool that is still reconnecting.
+ */
+const FIRST_BACKOFF_MS = 50;
+
+/** How long the end of a wait waits for a registration still in flight, to remove its rows. */
+const CLEANUP_MS = 1000;
+
 /** A signal that never fires. */
 const NEVER = new AbortController().signal;
 
@@ -58,6 +68,47 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
   });
 }
 
+/** `ms` scaled by a random factor in [0.5, 1): spreads the retries of many waiters. */
+function jittered(ms: number): number {
+  return ms * (0.5 + Math.random() / 2);
+}
+
+/** Resolves after `ms`, or at once when `signal` fires. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener('abort', done);
+  });
+}
+
+/**
+ * Tells whether an attempt whose answer was lost granted nothing, by looking once the database answers again: the
+ * waiter's rows are still there (a grant removes them in its own commit). Asks again with back-off until `deadline`;
+ * false when it could not tell by then, or the rows are gone (then it may have been granted).
+ */
+async function grantedNothing(
+  context: WaitContext,
+  waiter: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
+    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
+    if (signal.aborted || Date.now() >= deadline) return false;
+    try {
+      const looked = await bounded(context.store.isWaiting(waiter), deadline, signal);
+      if (looked) return looked.value;
+    } catch {
+      // The database does not answer yet: ask again.
+    }
+  }
+}
+
 /**
  * Waits for a whole group until `deadline` (a `Date.now()` value). In this order, so that no release can slip
  * between the checks unnoticed: the process LISTENs, the waiter registers (its rows give it its place in the order
@@ -65,9 +116,12 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
  * notification for its names and at least every `recheckMs`. A release that commits before the registration is
  * seen by the first attempt; one that commits after it sees the waiter and notifies.
  *
- * The database may fail for a moment while the waiter waits (a restart, a dropped connection): an attempt or a
- * registration whose outcome is known (nothing granted) is simply made again until the deadline, which then reports
- * the last failure; an attempt whose outcome is unknown ends the wait with its error.
+ * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover to a
+ * standby): an attempt or a registration that failed is made again, with back-off, until the deadline, which then
+ * reports the last failure. An attempt whose answer was lost (its outcome unknown) is resolved by looking: once the
+ * database answers again, the waiter's rows still being there prove it granted nothing, and the wait goes on. Only
+ * when that cannot be told (the rows are gone, or a registration was in flight with the attempt) does the wait end
+ * with the attempt's error; the grant it may have made is then never renewed, and ends with its lease.
  *
  * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
@@ -112,27 +166,35 @@ export async function waitForGroup(
     if (signal.aborted) throw stopError(signal);
     let registeredAt = -Infinity;
     let failure: LockStoreError | undefined;
+    /** Failures in a row, for the back-off before the next attempt. */
+    let failures = 0;
     const knownFailure = (error: unknown): void => {
       if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
       failure = error;
     };
-    const register = async () => {
+    /** Registers (or refreshes) the rows, waiting for the answer at most `waitMs` (and never past the deadline). */
+    const register = async (waitMs: number) => {
       registering = true;
       const sent = context.store.registerWaiter(waiter, group, ttlMs).then(() => void (registeredAt = Date.now()));
       void sent.finally(() => (registering = false)).catch(() => undefined);
       // Also when it fails halfway, or is given up on: removing rows that are not there is harmless.
       registration = sent.catch(() => undefined);
       try {
-        // Not waited for past a re-check either: the attempts go on meanwhile (the rows count once they land).
-        await bounded(sent, Math.min(deadline, Date.now() + context.recheckMs), signal);
+        await bounded(sent, Math.min(deadline, Date.now() + waitMs), signal);
       } catch (error) {
-        knownFailure(error);
+        // Registering again is harmless (it refreshes the rows), so a lost answer is as good as a failure here.
+        if (!(error instanceof LockStoreError)) throw error;
+        failure = error;
       }
     };
-    await register();
+    // The first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the
+    // rows count once they land).
+    await register(context.recheckMs);
     for (;;) {
       woken = false;
       let stamp = 0;
+      // Its rows can tell a lost answer apart only when no registration may land after the attempt.
+      const rowsTell = registeredAt > -Infinity && !registering;
       const trying = context.attempt(waiter);
       try {
         let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
@@ -141,13 +203,24 @@ export async function waitForGroup(
         if (tried) {
           stamp = tried.value;
           failure = undefined;
+          failures = 0;
         } else {
           abandoned = true;
           // Nobody is left to use a grant that comes too late; should its release fail, the lease runs out.
           trying.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
         }
       } catch (error) {
-        knownFailure(error);
+        failures += 1;
+        if (error instanceof LockStoreError && error.outcomeUnknown && rowsTell) {
+          if (!(await grantedNothing(context, waiter, deadline, signal))) {
+            if (signal.aborted) throw stopError(signal);
+            throw error;
+          }
+          // Now known: nothing was granted.
+          failure = new LockStoreError(error.operation, error.code, false, error.cause);
+        } else {
+          knownFailure(error);
+        }
       }
       if (signal.aborted) {
         // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
@@ -164,11 +237,17 @@ export async function waitForGroup(
         return 0;
       }
       if (!registering && Date.now() - registeredAt > ttlMs / 3) {
-        await register();
+        // A refresh is waited for, so that no attempt runs alongside it: then the rows can tell what an attempt
+        // whose answer was lost did (a refresh landing after a grant would put them back).
+        await register(Infinity);
         void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
       }
-      // A notification that arrived while we were trying means: try again at once.
-      if (!woken && !signal.aborted) {
+      if (failures > 0) {
+        // Not woken early: after a failure, the notifications are those of a connection coming and going.
+        const backoff = jittered(Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), context.recheckMs));
+        await sleep(Math.min(backoff, deadline - Date.now()), signal);
+      } else if (!woken && !signal.aborted) {
+        // A notification that arrived while we were trying means: try again at once.
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), context.recheckMs)));
           wake = () => {
@@ -187,5 +266,8 @@ export async function waitForGroup(
     // flight is removed once it has landed.
     const cleanup = registration?.then(() => context.store.unregisterWaiter(waiter)).catch(() => undefined);
     if (!abandoned && !registering) await cleanup;
+    // A registration whose answer is on its way (its rows landed) is waited for a moment: a shutdown closes the pool
+    // right after, and the rows would stay until they expire.
+    else if (cleanup && registering) await bounded(cleanup, Date.now() + CLEANUP_MS, NEVER);
   }
 }

@@ -62,6 +62,11 @@ export abstract class LockStore {
   abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
   /** Removes a waiter's rows. */
   abstract unregisterWaiter(waiter: string): Promise<void>;
+  /**
+   * Whether `waiter` still has rows. An acquisition that grants a waiter removes its rows in the same commit, so rows
+   * still there prove that an attempt whose answer was lost (a failover, a dropped connection) granted nothing.
+   */
+  abstract isWaiting(waiter: string): Promise<boolean>;
   /** Which locks of `group` are not available now, and why (a snapshot, for log lines). */
   abstract busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]>;
   /** Opens the process's listening session. */

@@ -88,6 +88,9 @@ export const insertLocks = (count: number): string =>
     () => `(?, ?, ?, ?, ${NOW})`,
   ).join(', ')}`;
 
+/** ? waiter → whether it still has rows (a grant removes them in its own commit). */
+export const SELECT_WAITER_REGISTERED = `SELECT EXISTS (SELECT 1 FROM locking_waiters WHERE waiter = ?) AS waiting`;
+
 /** ? waiter: its rows go once it is granted. */
 export const DELETE_WAITER = `DELETE FROM locking_waiters WHERE waiter = ?`;
 

@@ -160,6 +160,11 @@ export class MysqlLockStore extends LockStore {
     await this.runner.write('tryLocks', SQL.DELETE_WAITER, [waiter]);
   }
 
+  async isWaiting(waiter: string): Promise<boolean> {
+    const rows = await this.runner.select<{ waiting: number }>('tryLocks', SQL.SELECT_WAITER_REGISTERED, [waiter]);
+    return Number(rows[0]?.waiting) === 1;
+  }
+
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
     const rows = await this.runner.select<{ name: string; mode: string; busy: BusyLock['reason'] }>(

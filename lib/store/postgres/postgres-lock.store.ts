@@ -62,6 +62,14 @@ export class PostgresLockStore extends LockStore {
     await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
   }
 
+  async isWaiting(waiter: string): Promise<boolean> {
+    const result = await this.run<{ waiting: boolean }>('tryLocks', false, {
+      text: SQL.SELECT_WAITER_REGISTERED,
+      values: [waiter],
+    });
+    return result.rows[0]?.waiting === true;
+  }
+
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
     const result = await this.run<{ name: string; mode: string; busy: BusyLock['reason'] }>('tryLocks', false, {

@@ -81,7 +81,7 @@ function removeStalePidFile(dataDir) {
 }
 
 /** @returns {Promise<number>} a TCP port that was free a moment ago */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
