@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
-import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
+import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, APP_ID_PATTERN, MAX_PERMITS } from '../lock.constants.js';
 
 /** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
 export interface ResolvedLockOptions {
@@ -35,7 +35,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     throw new LockConfigurationError('LockModule.forRoot() needs options, at least { appId }');
   }
   const { appId } = options;
-  if (typeof appId !== 'string' || !LOCK_NAME_PATTERN.test(appId)) {
+  if (typeof appId !== 'string' || !APP_ID_PATTERN.test(appId)) {
     throw new LockConfigurationError(
       `LockModule option appId must be 1-200 characters of letters, digits and _ . : - / (got ${JSON.stringify(appId)}); ` +
         'give each running instance a stable, unique id',

@@ -224,7 +224,7 @@ describe('nestjs-db-locks usage and connection errors', () => {
     [['release', 'twelve', '--reason', 'x']],
     [['release', '12', '--reason', '   ']],
     [['permits', 'set', 'CLI_P', 'read', '0']],
-    [['permits', 'set', 'bad name!', 'read', '1']],
+    [['permits', 'set', 'ends with a space ', 'read', '1']],
     [['permits', 'set', 'CLI_P', 'maybe', '1']],
     [['permits', 'unset', 'CLI_P']],
     [['log', '--since', 'yesterday']],

@@ -329,7 +329,7 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
       await expect(offline.forceRelease(1, reason)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     }
     await expect(offline.forceRelease(1, 'x'.repeat(500))).rejects.toBeInstanceOf(LockConfigurationError); // valid
-    expect(() => offline.listWaiters({ name: 'bad name' })).toThrow(InvalidLockSpecError);
+    expect(() => offline.listWaiters({ name: 'bad name\n' })).toThrow(InvalidLockSpecError);
     expect(() => offline.getGrants({ name: '' })).toThrow(InvalidLockSpecError);
     expect(() => offline.getGrants({ appId: 'bad app' })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getGrants(null as unknown as object)).toThrow(InvalidLockArgumentError);
@@ -338,8 +338,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
     expect(() => offline.getLog({ since: new Date('nope') })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getLog({ since: '2026-01-01' as unknown as Date })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getLog({ stamp: 0 })).toThrow(InvalidLockArgumentError);
-    expect(() => offline.getLog({ name: 'bad name' })).toThrow(InvalidLockSpecError);
-    await expect(offline.setPermits('bad name', 'read', 1)).rejects.toBeInstanceOf(InvalidLockSpecError);
+    expect(() => offline.getLog({ name: 'bad name\n' })).toThrow(InvalidLockSpecError);
+    await expect(offline.setPermits('bad name\n', 'read', 1)).rejects.toBeInstanceOf(InvalidLockSpecError);
     await expect(offline.setPermits('OK', 'both' as 'read', 1)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     await expect(offline.setPermits('OK', 'read', 0)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     expect(() => LockAdminService.create(dataSource, { actor: '' })).toThrow(LockConfigurationError);

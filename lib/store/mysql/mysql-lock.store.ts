@@ -12,6 +12,7 @@ import {
   type LockListener,
   type RenewOutcome,
 } from '../lock.store.js';
+import { compareLockNames } from '../../utils/lock-name.util.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
 import { jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
@@ -97,7 +98,7 @@ export class MysqlLockStore extends LockStore {
     const { appId, instance, grantLeaseMs } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
-      const names = [...new Set(group.map((r) => r.name))].sort();
+      const names = [...new Set(group.map((r) => r.name))].sort(compareLockNames);
       await tx.write(SQL.lockNames(names.length), names);
       if (await this.busy(tx, group, waiter)) return 0;
       const modes = group.map((r) => MODE_CODE[r.mode]);
