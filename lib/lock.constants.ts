@@ -9,6 +9,12 @@ export const APP_ID_PATTERN = /^[A-Za-z0-9_.:\-/]{1,200}$/;
  */
 export const MAX_LOCK_NAME_BYTES = 200;
 
+/** Largest `waitMs`: 2^31 − 1 ms (about 24.8 days), the longest delay a Node.js timer takes. @internal */
+export const MAX_WAIT_MS = 2_147_483_647;
+
+/** What a `waitMs` must be, as the errors say it. @internal */
+export const WAIT_MS_EXPECTED = `an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (2^31 − 1, about 24.8 days)`;
+
 /** Most locks one group may hold. @internal */
 export const MAX_GROUP_SIZE = 100;
 

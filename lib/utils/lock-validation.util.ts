@@ -1,7 +1,7 @@
 import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
 import type { EntityManager } from 'typeorm';
 import type { LockGrantFilter, LockMode, TryLocksOptions } from '../interfaces/index.js';
-import { APP_ID_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
+import { APP_ID_PATTERN, MAX_PERMITS, MAX_STAMP, MAX_WAIT_MS, WAIT_MS_EXPECTED } from '../lock.constants.js';
 import { lockNameProblem } from './lock-name.util.js';
 
 /** Throws `InvalidLockSpecError` unless `name` is a valid lock name (see `lockNameProblem`). @internal */
@@ -60,8 +60,8 @@ export function assertTryLocksOptions(options: unknown): TryLocksOptions {
     throw new InvalidLockArgumentError('options', options, 'an object { waitMs?, signal? }');
   }
   const { waitMs, signal } = options as TryLocksOptions;
-  if (waitMs !== undefined && (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1)) {
-    throw new InvalidLockArgumentError('waitMs', waitMs, 'an integer number of milliseconds ≥ 0');
+  if (waitMs !== undefined && (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS)) {
+    throw new InvalidLockArgumentError('waitMs', waitMs, WAIT_MS_EXPECTED);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new InvalidLockArgumentError('signal', signal, 'an AbortSignal');
