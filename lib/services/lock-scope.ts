@@ -123,14 +123,23 @@ export async function openScope(
   return new LockScope(holder, [...chain, own], reused, own);
 }
 
-/** "X_WRITE held elsewhere, Y_READ yields to a waiting writer" for the busy locks of a refused group. */
+/**
+ * "ORDERS_READ refused: ORDERS is held for write elsewhere; LEDGER_READ yields to a waiting writer" for the busy locks
+ * of a refused group: what was asked, and what holds it.
+ */
 async function describeBusy(holder: LockHolder, needed: readonly LockRequest[]): Promise<string> {
   const label = ({ name, mode }: LockRequest) => `${name}_${mode.toUpperCase()}`;
   const busy = await holder.busyLocks(needed).catch(() => undefined);
   if (!busy || busy.length === 0) return `${needed.map(label).join(', ')} not available (busy a moment ago)`;
-  return busy
-    .map(({ request, reason }) => `${label(request)} ${reason === 'held' ? 'held elsewhere' : 'yields to a waiting writer'}`)
-    .join(', ');
+  return busy.map(describeOne).join('; ');
+}
+
+function describeOne({ request, reason, heldFor }: BusyLock): string {
+  const asked = `${request.name}_${request.mode.toUpperCase()}`;
+  if (reason === 'writer-waiting') return `${asked} yields to a waiting writer of ${request.name}`;
+  if (heldFor === undefined) return `${asked} refused: ${request.name} is held elsewhere`;
+  const permits = heldFor === request.mode ? ` (its ${heldFor} permits are all in use)` : '';
+  return `${asked} refused: ${request.name} is held for ${heldFor} elsewhere${permits}`;
 }
 
 /** Logs a release that failed after the call settled. @internal */

@@ -1,4 +1,5 @@
 import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
+import type { BusyLock } from './lock.store.js';
 
 /** The columns of a `locking_log` row that every report reads. @internal */
 export interface LogRow {
@@ -65,5 +66,23 @@ export function toLogEntry(row: LogEntryRow): LockLogEntry {
     endedAt: row.ended,
     ...(row.ended_by === null ? {} : { endedBy: row.ended_by }),
     ...(row.end_reason === null ? {} : { endReason: row.end_reason }),
+  };
+}
+
+/** A row of the busy-locks query of either dialect. @internal */
+export interface BusyRow {
+  name: string;
+  mode: string;
+  busy: BusyLock['reason'];
+  held_mode: string | null;
+}
+
+/** A busy-locks row in the library's vocabulary. @internal */
+export function busyLockOf(row: BusyRow): BusyLock {
+  const mode = (code: string) => (code === 'W' ? 'write' : 'read');
+  return {
+    request: { name: row.name, mode: mode(row.mode) },
+    reason: row.busy,
+    ...(row.held_mode === null ? {} : { heldFor: mode(row.held_mode) }),
   };
 }

@@ -115,7 +115,23 @@ for (const dialect of DIALECTS) dialect.describe(`@WithLocks on provider methods
       Logger.overrideLogger(false);
       await other.locks.releaseLocks(stamp);
     }
-    expect(logged).toEqual(['Skipped Repayments.tryRepayAndPost: LEDGER_WRITE held elsewhere']);
+    expect(logged).toEqual(['Skipped Repayments.tryRepayAndPost: LEDGER_WRITE refused: LEDGER is held for read elsewhere']);
+  });
+
+  it('names the mode a lock is held in when a skipped call asked for the same mode', async () => {
+    const logged: string[] = [];
+    const capture: LoggerService = { log: (message: string) => logged.push(message), error() {}, warn() {} };
+    const stamp = await other.locks.tryLocks(['LEDGER_WRITE']);
+    Logger.overrideLogger(capture);
+    try {
+      expect(await repayments.tryRepayAndPost()).toBeUndefined();
+    } finally {
+      Logger.overrideLogger(false);
+      await other.locks.releaseLocks(stamp);
+    }
+    expect(logged).toEqual([
+      'Skipped Repayments.tryRepayAndPost: LEDGER_WRITE refused: LEDGER is held for write elsewhere (its write permits are all in use)',
+    ]);
   });
 
   it('is re-entrant: nested decorated calls reuse the locks of their chain', async () => {

@@ -14,7 +14,7 @@ import {
 } from '../lock.store.js';
 import { compareLockNames } from '../../utils/lock-name.util.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
-import { jsonArray } from '../lock-rows.util.js';
+import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
@@ -163,12 +163,12 @@ export class MysqlLockStore extends LockStore {
 
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
-    const rows = await this.runner.select<{ name: string; mode: string; busy: BusyLock['reason'] }>(
+    const rows = await this.runner.select<BusyRow>(
       'tryLocks',
       SQL.selectBusyLocks(group.length),
       [write, read, ...group.flatMap((r) => [r.name, MODE_CODE[r.mode]])],
     );
-    return rows.map((row) => ({ request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' }, reason: row.busy }));
+    return rows.map(busyLockOf);
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
