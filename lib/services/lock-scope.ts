@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
+import { IllegalMonitorStateError, LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { LockMode, LockRequest } from '../interfaces/index.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
@@ -66,7 +66,11 @@ export class LockScope {
       if (!this.own) return;
       this.own.leave();
       await this.own.drained;
-      await this.holder.releaseLocks(this.own.stamp);
+      // A grant already known lost was reported once (its loss, with why): a release that finds it gone says no more.
+      const lost = !this.holder.isHeld(this.own.stamp);
+      await this.holder.releaseLocks(this.own.stamp).catch((error: unknown) => {
+        if (!(lost && error instanceof IllegalMonitorStateError)) throw error;
+      });
     })();
     return this.closing;
   }

@@ -115,6 +115,11 @@ export abstract class LockStore {
     return this.reports.listLog({ limit });
   }
 
+  /** The log row of `stamp` (how a grant ended), undefined when pruned. */
+  async logEntry(stamp: number): Promise<LockLogEntry | undefined> {
+    return (await this.reports.listLog({ limit: 1, stamp }))[0];
+  }
+
   /** Reads every permits row. */
   loadPermits(): Promise<PermitsRow[]> {
     return this.reports.loadPermits();

@@ -85,6 +85,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
 
     const reason = await lost; // the next renewal no longer finds it
     expect(reason).toBeInstanceOf(LockLostError);
+    // The holder is told it was forced, by whom and why (not "reaped or recovered, or its lease ended").
+    expect((reason as LockLostError).reason).toBe('its release was forced by alice@on-call: job hung since 03:00, ticket OPS-1');
     expect(holder.locks.isHeld(stamp)).toBe(false);
     expect(holder.locks.isHeld(other)).toBe(true); // the other grant is untouched
     await expect(
