@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { LOCK_MIGRATIONS, LockLostError } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
@@ -259,10 +260,25 @@ describe('nestjs-db-locks usage and connection errors', () => {
     }
   });
 
+  it('a mysql:// URL without mysql2 installed says which package to install, with exit code 4', async () => {
+    const preload = fileURLToPath(new URL('../support/without-mysql2.cjs', import.meta.url));
+    const run = await runCli(['status'], {
+      DATABASE_URL: `mysql://nobody:secret@127.0.0.1:${await closedPort()}/nothing`,
+      NODE_OPTIONS: `--require ${preload}`,
+    });
+    expect(run.code).toBe(4);
+    expect(run.stderr.trim()).toBe(
+      'nestjs-db-locks: the mysql2 package is not installed: run `npm install mysql2` (the driver of mysql:// and mariadb:// URLs)',
+    );
+    expect(run.stderr).not.toContain('unreachable');
+  });
+
   it('--help and --version exit 0', async () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Exit codes:');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('in their PostgreSQL, MySQL or MariaDB database');
+    expect(help.stdout).toMatch(/^ {2}4 {2}the database driver the URL needs is not installed/m);
     const version = await runCli(['--version']);
     const { version: expected } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(version).toMatchObject({ code: 0, stdout: `${expected}\n` });
