@@ -86,3 +86,18 @@ export function busyLockOf(row: BusyRow): BusyLock {
     ...(row.held_mode === null ? {} : { heldFor: mode(row.held_mode) }),
   };
 }
+
+/**
+ * A waiter's id: a random UUID, then `/` and the wait's deadline in epoch milliseconds (the waiting instance's clock),
+ * so that the admin reports can say when the wait gives up without a column of its own (50 characters of the 64).
+ * @internal
+ */
+export function waiterId(uuid: string, deadline: number): string {
+  return `${uuid}/${Math.round(deadline)}`;
+}
+
+/** When the wait of waiter `waiter` gives up (see `waiterId`); null for an id without a deadline. @internal */
+export function waiterDeadline(waiter: string): Date | null {
+  const match = /\/(\d{1,16})$/.exec(waiter);
+  return match ? new Date(Number(match[1])) : null;
+}

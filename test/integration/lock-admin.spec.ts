@@ -197,13 +197,17 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
     // A long re-check: only a notification can wake the waiter in time.
     const waiter = await start(db.url, { appId: 'waiter', waitRecheckMs: 30_000 });
     const stamp = await holder.locks.tryLocks(['QUEUE_WRITE']);
+    const began = Date.now();
     const waiting = waiter.locks.tryLocks(['QUEUE_WRITE'], { waitMs: 60_000 });
     await until(async () => (await admin.listWaiters({ name: 'QUEUE' })).length === 1);
     const [info] = await admin.listWaiters();
     expect(info).toMatchObject({ appId: 'waiter', locks: [{ name: 'QUEUE', mode: 'write' }] });
     expect(info!.waitingForMs).toBeGreaterThanOrEqual(0);
-    expect(info!.expiresInMs).toBeGreaterThan(0);
-    expect(info!.position).toBeGreaterThan(0);
+    expect(info!.expiresInMs).toBeGreaterThan(0); // the registration's heartbeat (3 re-checks), not the wait's end
+    // The wait's own deadline: 60 s after it began, by the waiter's clock (the same machine here).
+    expect(info!.givesUpAt!.getTime()).toBeGreaterThanOrEqual(began + 60_000);
+    expect(info!.givesUpAt!.getTime()).toBeLessThanOrEqual(Date.now() + 60_000);
+    expect(info!.position).toBe(1); // the only waiter, whatever the sequence behind the waiting order says
     expect(await admin.listWaiters({ name: 'ELSEWHERE' })).toEqual([]);
 
     const freedAt = Date.now();
@@ -227,8 +231,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
       [{ name: 'ORDER', mode: 'write' }],
       [{ name: 'ORDER', mode: 'read' }, { name: 'Z', mode: 'read' }],
     ]);
-    expect(waiters[0]!.position).toBeLessThan(waiters[1]!.position);
-    expect(await admin.listWaiters({ name: 'Z' })).toHaveLength(1);
+    expect(waiters.map((w) => w.position)).toEqual([1, 2]);
+    expect(await admin.listWaiters({ name: 'Z' })).toMatchObject([{ position: 1 }]);
     controller.abort();
     await Promise.allSettled([first, second]);
     await holder.locks.releaseLocks(stamp);

@@ -1,3 +1,4 @@
+// @ts-nocheck -- patches a private hook of Node.js
 // Preloaded with `node --require`: makes `mysql2` impossible to resolve, as in an application that never installed it.
 const Module = require('node:module');
 const resolve = Module._resolveFilename;
