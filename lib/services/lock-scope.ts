@@ -66,10 +66,12 @@ export class LockScope {
       if (!this.own) return;
       this.own.leave();
       await this.own.drained;
-      // A grant already known lost was reported once (its loss, with why): a release that finds it gone says no more.
       const lost = !this.holder.isHeld(this.own.stamp);
       await this.holder.releaseLocks(this.own.stamp).catch((error: unknown) => {
-        if (!(lost && error instanceof IllegalMonitorStateError)) throw error;
+        // A grant already known lost was logged once, with why: the release that finds it gone is not logged again
+        // (the caller still gets the error).
+        if (lost && error instanceof IllegalMonitorStateError) reportedLosses.add(error);
+        throw error;
       });
     })();
     return this.closing;
@@ -146,7 +148,11 @@ function describeOne({ request, reason, heldFor }: BusyLock): string {
   return `${asked} refused: ${request.name} is held for ${heldFor} elsewhere${permits}`;
 }
 
-/** Logs a release that failed after the call settled. @internal */
+/** Release errors of grants whose loss was logged already (when it was found): one event, one line. */
+const reportedLosses = new WeakSet<object>();
+
+/** Logs a release that failed after the call settled, unless it only found a loss that was logged already. @internal */
 export function logReleaseFailure(target: string, error: unknown): void {
+  if (error instanceof Object && reportedLosses.has(error)) return;
   logger.error(`${target}: releasing its locks failed: ${(error as Error)?.message ?? String(error)}`);
 }
