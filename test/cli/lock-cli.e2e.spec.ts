@@ -95,16 +95,21 @@ describe('nestjs-db-locks against live instances', () => {
 
   it('status lists a waiter while tryLocks waits', async () => {
     const stamp = await holder.locks.tryLocks(['CLI_WAIT_WRITE']);
-    const waiting = waiter.locks.tryLocks(['CLI_WAIT_WRITE'], { waitMs: 30_000 });
-    let listed: Array<{ appId: string; locks: unknown }> = [];
+    const began = Date.now();
+    const waiting = waiter.locks.tryLocks(['CLI_WAIT_WRITE'], { waitMs: 600_000 }); // ends when the holder releases
+    let listed: Array<{ appId: string; locks: unknown; givesUpAt?: string }> = [];
     await until(async () => {
       listed = JSON.parse((await runCli(['status', '--json', '--name', 'CLI_WAIT'], env)).stdout).waiters;
       return listed.length > 0;
     }, 15_000);
     expect(listed).toEqual([expect.objectContaining({ appId: 'cli-waiter', locks: [{ name: 'CLI_WAIT', mode: 'write' }] })]);
     const text = await runCli(['status', '--name', 'CLI_WAIT'], env);
-    // Position 1 (the only waiter), and the wait gives up about 30 s after it began (not the row's heartbeat).
-    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*POSITION\s+APP\s+LOCKS\s+WAITING FOR\s+GIVES UP IN\s+WAITER\n\s*1\s+cli-waiter\s+CLI_WAIT W\s+\S+ s\s+(2\d|30)\.\d s\s/);
+    // The wait's own deadline (10 min after it began), not the registration row's heartbeat (3 s).
+    const givesUpAt = Date.parse(listed[0]!.givesUpAt!);
+    expect(givesUpAt).toBeGreaterThanOrEqual(began + 600_000);
+    expect(givesUpAt).toBeLessThanOrEqual(Date.now() + 600_000);
+    // Position 1 (the only waiter), and minutes left before it gives up.
+    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*POSITION\s+APP\s+LOCKS\s+WAITING FOR\s+GIVES UP IN\s+WAITER\n\s*1\s+cli-waiter\s+CLI_WAIT W\s+\S+ s\s+\d min( \d+ s)?\s/);
     await holder.locks.releaseLocks(stamp);
     const next = await waiting;
     expect(next).toBeGreaterThan(0);
