@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { waiterId } from '../store/lock-rows.util.js';
 import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
@@ -140,7 +141,7 @@ export async function waitForGroup(
   deadline: number,
   signal: AbortSignal,
 ): Promise<number> {
-  const waiter = randomUUID();
+  const waiter = waiterId(randomUUID(), deadline);
   const ttlMs = context.recheckMs * 3;
   let woken = false;
   let wake: () => void = () => undefined;

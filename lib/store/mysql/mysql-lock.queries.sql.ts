@@ -221,12 +221,13 @@ export const SELECT_WAITED_NAMES = `SELECT w.lock_name AS name, COUNT(k.stamp) A
 
 /**
  * ? default write permits, ? default read permits, then the requests as (name, mode) → those not available now ('held'
- * or 'writer-waiting'). A snapshot for a log line, never for a decision.
+ * or 'writer-waiting', with `held_mode` the mode the name is held in, null when not held). A snapshot for a log line,
+ * never for a decision.
  */
 export const selectBusyLocks = (count: number): string => {
   const requests = requestRows(count);
-  return `SELECT name, mode, busy FROM (
-    SELECT r.name, r.mode,
+  return `SELECT name, mode, busy, held_mode FROM (
+    SELECT r.name, r.mode, (SELECT MIN(l.mode) FROM locking l WHERE l.lock_name = r.name) AS held_mode,
       CASE
         WHEN EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
           OR (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)

@@ -1,4 +1,5 @@
 import type { QueryResult, QueryResultRow } from 'pg';
+import { busyLockOf, type BusyRow } from '../lock-rows.util.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LockStoreError } from '../../errors/index.js';
 import type { LockRequest } from '../../interfaces/index.js';
@@ -72,14 +73,11 @@ export class PostgresLockStore extends LockStore {
 
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
-    const result = await this.run<{ name: string; mode: string; busy: BusyLock['reason'] }>('tryLocks', false, {
+    const result = await this.run<BusyRow>('tryLocks', false, {
       text: SELECT_BUSY_LOCKS,
       values: [group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), read, write],
     });
-    return result.rows.map((row) => ({
-      request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' },
-      reason: row.busy,
-    }));
+    return result.rows.map(busyLockOf);
   }
 
   release(stamp: number): Promise<boolean> {
