@@ -2,6 +2,7 @@ export { LockModule } from './lock.module.js';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
+export type { LockGrantHandle } from './services/lock-grant.handle.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
 export { WithLocks, type WithLocksDecorator, type MatchesLockFunction } from './decorators/with-locks.decorator.js';
 export {

@@ -1,7 +1,19 @@
 import type { LockPermits } from './interfaces/index.js';
 
-/** Characters a lock name may use; 1–200 of them. @internal */
-export const LOCK_NAME_PATTERN = /^[A-Za-z0-9_.:\-/]{1,200}$/;
+/** Characters an app id may use; 1–200 of them. @internal */
+export const APP_ID_PATTERN = /^[A-Za-z0-9_.:\-/]{1,200}$/;
+
+/**
+ * Longest lock name, in bytes of UTF-8: the name columns are `varchar(200)` on both dialects, counted in characters
+ * (PostgreSQL, MySQL/MariaDB `utf8mb4`), and 200 bytes are never more than 200 characters. @internal
+ */
+export const MAX_LOCK_NAME_BYTES = 200;
+
+/** Largest `waitMs`: 2^31 − 1 ms (about 24.8 days), the longest delay a Node.js timer takes. @internal */
+export const MAX_WAIT_MS = 2_147_483_647;
+
+/** What a `waitMs` must be, as the errors say it. @internal */
+export const WAIT_MS_EXPECTED = `an integer number of milliseconds from 0 to ${MAX_WAIT_MS} (2^31 − 1, about 24.8 days)`;
 
 /** Most locks one group may hold. @internal */
 export const MAX_GROUP_SIZE = 100;

@@ -25,6 +25,8 @@ import { LockReaper } from './services/lock-reaper.service.js';
 import { LockService } from './services/lock.service.js';
 import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
 import { LockedCallsTracker } from './services/locked-calls.tracker.js';
+import { assertKnownKeys } from './utils/option-keys.util.js';
+import { MODULE_EXTRAS_KEYS, MODULE_OPTIONS_KEYS } from './utils/resolve-lock-options.util.js';
 import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
@@ -67,14 +69,23 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
   static override forRoot(options: LockModuleRootOptions): DynamicModule {
+    if (options !== null && typeof options === 'object') {
+      assertKnownKeys('LockModule.forRoot() options', options, [...MODULE_OPTIONS_KEYS, ...MODULE_EXTRAS_KEYS]);
+    }
     return withExtras(super.forRoot(options), options);
   }
 
   /** Configures the module from a factory, e.g. `{ imports: [ConfigModule], inject: [ConfigService], useFactory }`. */
   static override forRootAsync(options: LockModuleAsyncOptions): DynamicModule {
+    if (options !== null && typeof options === 'object') {
+      assertKnownKeys('LockModule.forRootAsync() options', options, [...ASYNC_KEYS, ...MODULE_EXTRAS_KEYS]);
+    }
     return withExtras(super.forRootAsync(options), options);
   }
 }
+
+/** The keys of Nest's asynchronous module options (`ConfigurableModuleAsyncOptions`). */
+const ASYNC_KEYS = ['imports', 'inject', 'useFactory', 'useClass', 'useExisting', 'provideInjectionTokensFrom'];
 
 /** Adds what depends on the extras: the DataSource's entities and store, and the global HTTP interceptor. */
 function withExtras(definition: DynamicModule, extras: LockModuleExtras): DynamicModule {

@@ -1,6 +1,7 @@
 import type { LockMode } from '../interfaces/index.js';
 import { MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
-import { assertLockName } from '../utils/lock-validation.util.js';
+import { describeValue } from '../errors/error-value.util.js';
+import { lockNameProblem } from '../utils/lock-name.util.js';
 import { usageError } from './lock-cli.errors.js';
 
 /**
@@ -27,13 +28,10 @@ export function parsePermits(text: string): number {
   return parseWhole('permits', text, 1, MAX_PERMITS);
 }
 
-/** A lock name (1–200 letters, digits and `_ . : - /`). @internal */
+/** A lock name (any string of 1–200 bytes of UTF-8, see `lockNameProblem`). @internal */
 export function parseLockName(text: string): string {
-  try {
-    assertLockName(text);
-  } catch {
-    throw usageError(`invalid lock name '${text}': expected 1-200 letters, digits and _ . : - /`);
-  }
+  const problem = lockNameProblem(text);
+  if (problem !== undefined) throw usageError(`invalid lock name ${describeValue(text)}: ${problem}`);
   return text;
 }
 

@@ -7,7 +7,7 @@ import {
 } from '../errors/index.js';
 
 /**
- * The exit codes of `nestjs-db-locks` (documented in the README's "Command line" section).
+ * The exit codes of `nestjs-db-locks` (documented in `docs/command-line.md`).
  * @internal
  */
 export const EXIT = {
@@ -19,6 +19,8 @@ export const EXIT = {
   usage: 2,
   /** The database is unreachable or failed. */
   database: 3,
+  /** The database driver the URL needs (`pg`, or `mysql2` for MySQL/MariaDB) is not installed. */
+  driver: 4,
 } as const;
 
 /** One of the exit codes. @internal */
@@ -47,6 +49,12 @@ function codeOf(error: unknown): string | undefined {
   return typeof code === 'string' && code ? code : undefined;
 }
 
+/** The package TypeORM could not load (its `DriverPackageNotInstalledError`), if that is what `error` is. */
+function missingDriver(error: unknown): string | undefined {
+  if (!(error instanceof Error) || error.name !== 'DriverPackageNotInstalledError') return undefined;
+  return /npm install ([\w@/.-]+)/.exec(error.message)?.[1] ?? 'mysql2';
+}
+
 /** The first line of a message: the command line prints one line per error. */
 function firstLine(text: string): string {
   return text.split('\n')[0]?.trim() ?? '';
@@ -71,6 +79,14 @@ export function toCliError(error: unknown, where: string): CliError {
     return new CliError(firstLine(error.message), EXIT.answer);
   }
   if (error instanceof LockError) return new CliError(firstLine(error.message), EXIT.database);
+  const driver = missingDriver(error);
+  if (driver !== undefined) {
+    const urls = driver === 'pg' ? 'postgres:// URLs' : 'mysql:// and mariadb:// URLs';
+    return new CliError(
+      `the ${driver} package is not installed: run \`npm install ${driver}\` (the driver of ${urls})`,
+      EXIT.driver,
+    );
+  }
   const code = codeOf(error);
   const detail = error instanceof Error && error.message ? `: ${firstLine(error.message)}` : '';
   return new CliError(`database ${where} unreachable or failed${code ? ` (${code})` : ''}${detail}`, EXIT.database);

@@ -16,6 +16,7 @@ Exit codes:
   1  a negative answer: no such grant, migrations pending, nothing to do
   2  bad arguments or options (nothing was sent to the database)
   3  the database is unreachable or failed
+  4  the database driver the URL needs is not installed (npm install pg, or mysql2)
 
 The database is DATABASE_URL, or --url. --json prints JSON only on stdout; errors go to stderr.`;
 
@@ -29,7 +30,7 @@ function packageVersion(): string {
 /** The `nestjs-db-locks` program with its commands, writing to `context.output`. @internal */
 export function buildProgram(context: CliContext): Command {
   const program = new Command('nestjs-db-locks')
-    .description('Inspect and operate the locks of nestjs-db-locks in their PostgreSQL database.')
+    .description('Inspect and operate the locks of nestjs-db-locks in their PostgreSQL, MySQL or MariaDB database.')
     .version(packageVersion(), '-V, --version', 'print the version')
     .option('--url <url>', 'the database (default: DATABASE_URL)')
     .option('--json', 'print machine-readable JSON only')

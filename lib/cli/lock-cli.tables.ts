@@ -17,7 +17,7 @@ export const WAITER_COLUMNS: ReadonlyArray<Column<LockWaiterInfo>> = [
   { heading: 'app', cell: (w) => w.appId },
   { heading: 'locks', cell: (w) => locksText(w.locks) },
   { heading: 'waiting for', cell: (w) => duration(w.waitingForMs), right: true },
-  { heading: 'expires in', cell: (w) => duration(w.expiresInMs), right: true },
+  { heading: 'gives up in', cell: (w) => duration(w.givesUpAt && w.givesUpAt.getTime() - Date.now()), right: true },
   { heading: 'waiter', cell: (w) => w.waiter },
 ];
 

@@ -9,7 +9,7 @@ import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 
 /** Methods `@WithLocks` accepts: the decorated method returns a Promise (or an Observable), so its own must too. */
-type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown> | void;
+type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown>;
 
 /**
  * A compile-time check of `@WithLocks`: `unknown` (no constraint) when the method's parameters `P` start with those

@@ -1,3 +1,4 @@
+import { shortText } from './error-value.util.js';
 import { LockError } from './lock.error.js';
 
 /**
@@ -14,6 +15,6 @@ export class InvalidLockArgumentError extends LockError {
     /** What the argument must be. */
     readonly expected: string,
   ) {
-    super(`Invalid ${argument} ${String(value)}: expected ${expected}`);
+    super(`Invalid ${argument} ${shortText(String(value))}: expected ${expected}`);
   }
 }

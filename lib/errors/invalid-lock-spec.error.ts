@@ -1,3 +1,4 @@
+import { describeValue } from './error-value.util.js';
 import { LockError } from './lock.error.js';
 
 /**
@@ -12,14 +13,6 @@ export class InvalidLockSpecError extends LockError {
     /** Why it was refused. */
     readonly reason: string,
   ) {
-    super(`Invalid lock spec ${describe(spec)}: ${reason}`);
-  }
-}
-
-function describe(value: unknown): string {
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
+    super(`Invalid lock spec ${describeValue(spec)}: ${reason}`);
   }
 }

@@ -2,11 +2,13 @@ import { Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit } fr
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockJobs, type ScheduledJob } from '../jobs/lock-jobs.service.js';
 import { scheduleOf } from '../jobs/job-schedule.util.js';
+import { LockConfigurationError } from '../errors/index.js';
 import { LOCKS_METADATA } from '../lock.constants.js';
 import { LockDataSources } from '../services/lock-data-sources.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { LockService } from '../services/lock.service.js';
+import { returnTypeProblem } from '../utils/method-return.util.js';
 import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
 
 interface DecoratedMethod {
@@ -18,7 +20,8 @@ interface DecoratedMethod {
  * Finds every `@WithLocks` method of the application at start-up. Read-only: it binds each instance to this
  * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
  * warns when a permits row makes a decorated lock impossible to take, and fails the start-up when a fenced
- * transaction names a DataSource the application does not register; registers the schedule of each scheduled job in
+ * transaction names a DataSource the application does not register or when a method cannot return a Promise or an
+ * Observable (`returnTypeProblem`); registers the schedule of each scheduled job in
  * the run history. It never replaces a method.
  * @internal
  */
@@ -54,6 +57,8 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
         if (!lock) continue;
         decorated = true;
         const label = `${instance.constructor.name}.${name}`;
+        const problem = returnTypeProblem(prototype, name, method);
+        if (problem !== undefined) throw new LockConfigurationError(`@WithLocks ${label} is refused: ${problem}`);
         this.methods.push({ label, lock });
         const schedule = scheduleOf(method as object);
         if (schedule) this.jobs.push({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' });

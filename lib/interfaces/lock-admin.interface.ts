@@ -51,9 +51,20 @@ export interface LockWaiterInfo {
   readonly locks: readonly LockRequest[];
   /** Milliseconds since it registered (database clock). */
   readonly waitingForMs: number;
-  /** Milliseconds until its registration expires unless the waiter refreshes it (it does while it waits). */
+  /**
+   * Milliseconds until its registration row expires unless the waiter refreshes it (a heartbeat: it does while it
+   * waits, so the row of a waiter that died goes away). Not when the wait gives up: see `givesUpAt`.
+   */
   readonly expiresInMs: number;
-  /** Its place in the waiting order (smaller waits longer; readers yield only to writers before them). */
+  /**
+   * When the wait gives up (`Date.now() + waitMs` when it began, by the waiting instance's clock); null for a waiter
+   * of an older version of the library.
+   */
+  readonly givesUpAt: Date | null;
+  /**
+   * Its place among the waiters reported, in waiting order: 1 waits longest (readers yield only to writers before
+   * them).
+   */
   readonly position: number;
 }
 

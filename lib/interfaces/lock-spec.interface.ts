@@ -7,7 +7,10 @@ export type LockMode = 'read' | 'write';
 
 /**
  * One lock of a group, as users write it: `'WS1_READ'` / `'WS1_WRITE'` (the name, then `_READ` or `_WRITE`), or
- * `{ name: 'WS1', mode: 'read' }`. Names are 1–200 characters of letters, digits and `_ . : - /`.
+ * `{ name: 'WS1', mode: 'read' }`. A name is any string of 1–200 bytes of UTF-8 without control characters and not
+ * ending with a space, stored and compared byte for byte (never normalised, case-sensitive). The string form is the
+ * name followed by `_READ` or `_WRITE` (only the last suffix counts: `'A_READ_WRITE'` is `A_READ` for write); prefer
+ * the object form for names built from input.
  * @publicApi
  */
 export type LockSpec = `${string}_READ` | `${string}_WRITE` | LockRequest;

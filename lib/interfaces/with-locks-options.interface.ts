@@ -64,7 +64,8 @@ export interface WithLocksOptions<A extends unknown[] = never[]> {
    */
   onUnavailable?: LockUnavailableAction;
   /**
-   * Wait up to this many milliseconds for the group before giving up (see `TryLocksOptions.waitMs`).
+   * Wait up to this many milliseconds for the group before giving up (see `TryLocksOptions.waitMs`): at most
+   * 2147483647 (2^31 − 1); a larger value is refused when the module starts.
    * @default 0
    */
   waitMs?: number;

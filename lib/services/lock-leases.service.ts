@@ -1,3 +1,4 @@
+import { shortText } from '../errors/error-value.util.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
@@ -165,6 +166,7 @@ export class LockLeases {
     }
     this.failingSince = undefined;
     const { renewed, live } = outcome;
+    const gone: number[] = [];
     for (const stamp of stamps) {
       const grant = this.held.get(stamp);
       // A stamp released (or lost) while the renewal was in flight is no longer tracked, or is being released: a
@@ -174,7 +176,29 @@ export class LockLeases {
         grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
         grant.wallDeadline = Math.min(wallSentAt + this.options.leaseMs, grant.wallHoldDeadline);
       }
-      else if (!live.has(stamp) && !grant.releasing) this.lose(stamp, 'it was reaped or recovered, or its lease ended');
+      else if (!live.has(stamp) && !grant.releasing) gone.push(stamp);
+    }
+    // Rare: the log says how each one ended (forced by whom and why, reaped, recovered), read before telling the holder.
+    const reasons = await Promise.all(gone.map((stamp) => this.goneReason(stamp)));
+    gone.forEach((stamp, i) => {
+      if (this.held.get(stamp)?.releasing === false) this.lose(stamp, reasons[i]!);
+    });
+  }
+
+  /** Why a grant a renewal no longer found is gone, from its log row (a generic reason when it cannot be read). */
+  private async goneReason(stamp: number): Promise<string> {
+    const entry = await this.store.logEntry(stamp).catch(() => undefined);
+    switch (entry?.status) {
+      case 'FORCED':
+        return `its release was forced by ${entry.endedBy ?? 'an admin'}: ${shortText(entry.endReason ?? 'no reason given')}`;
+      case 'REAPED':
+        return 'its lease ended without a renewal and a reaper freed it';
+      case 'RECOVERED':
+        return 'it was recovered: an instance with this appId freed its previous grants at start-up';
+      case 'RELEASED':
+        return 'it was released by another release of this stamp';
+      default:
+        return 'it was reaped or recovered, or its lease ended';
     }
   }
 

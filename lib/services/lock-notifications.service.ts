@@ -1,25 +1,24 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { LockStore, type LockListener } from '../store/lock.store.js';
 
+/** First delay before the listening connection is opened again after it broke or could not be opened; it doubles. */
+const REOPEN_FIRST_MS = 100;
+/** Longest delay between two tries to open the listening connection again. */
+const REOPEN_MAX_MS = 2_000;
+
 interface Subscriber {
   readonly names: ReadonlySet<string>;
   readonly wake: () => void;
 }
 
-/** The first pause before the listening connection is opened again after it broke; it doubles up to the longest. */
-const FIRST_REOPEN_MS = 50;
-const LONGEST_REOPEN_MS = 1000;
-
 /**
  * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
- * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter.
- *
- * A lost connection (a failover, a restart, a reset), or one that could not be opened, is opened again on its own,
- * with a pause that doubles (with jitter) up to a second, for as long as some waiter remains: a database that comes
- * back is heard again within about a second, without waiting for a new wait to start. Once it listens again every
- * waiter is woken once (notifications sent in between were missed). The loss itself wakes nobody: the waiters would
- * all retry at once on a pool that is still dying; while deaf they re-check on their timer, so nothing depends on a
- * notification arriving.
+ * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter. A lost
+ * connection wakes every waiter and, while some waiter remains, is opened again at once, then again and again with
+ * back-off (100 ms doubling up to 2 s) while the database does not answer (a restart, a failover): it listens again
+ * within about 2 s of the database coming back, without waiting for a new wait to ask. Once it listens again every
+ * waiter is woken once more (notifications sent in between were missed). Waiters also re-check on a timer, so
+ * nothing depends on a notification arriving.
  * @internal
  */
 @Injectable()
@@ -28,10 +27,8 @@ export class LockNotifications implements OnModuleDestroy {
   private readonly subscribers = new Set<Subscriber>();
   private listener?: Promise<LockListener | undefined>;
   private closed = false;
-  /** The connection broke or could not be opened: the waiters are woken once it listens again. */
-  private deaf = false;
-  private reopening?: NodeJS.Timeout;
-  private reopenMs = FIRST_REOPEN_MS;
+  private reopenTimer?: NodeJS.Timeout;
+  private reopenDelayMs = REOPEN_FIRST_MS;
 
   constructor(@Inject(LockStore) private readonly store: LockStore) {}
 
@@ -39,13 +36,12 @@ export class LockNotifications implements OnModuleDestroy {
   subscribe(names: Iterable<string>, wake: () => void): () => void {
     const subscriber: Subscriber = { names: new Set(names), wake };
     this.subscribers.add(subscriber);
-    if (this.deaf) this.reopenLater();
     return () => void this.subscribers.delete(subscriber);
   }
 
   /**
    * Resolves once this process LISTENs (opening the connection when it is not open), or once opening it failed:
-   * then waiters fall back to their timer, and it is opened again on its own.
+   * then waiters fall back to their timer, and the next call tries again.
    */
   async listening(): Promise<void> {
     await this.ensureListening();
@@ -59,47 +55,39 @@ export class LockNotifications implements OnModuleDestroy {
         lost: () => {
           this.logger.warn('The lock listening connection broke; it is opened again, waiters re-check meanwhile');
           this.listener = undefined;
-          this.deaf = true;
-          this.reopenLater();
+          this.dispatch('*');
+          this.reopen(0);
         },
       })
-      .then(
-        (listener) => {
-          if (this.closed) {
-            listener.close();
-            return undefined;
-          }
-          this.reopenMs = FIRST_REOPEN_MS;
-          if (this.deaf) {
-            this.deaf = false;
-            this.dispatch('*');
-          }
-          return listener;
-        },
-        (error: unknown) => {
-          if (this.closed) return undefined; // the pool closed under a connection asked for before the shutdown
-          if (!this.deaf) {
-            this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
-          }
-          this.listener = undefined;
-          this.deaf = true;
-          this.reopenLater();
-          return undefined;
-        },
-      );
+      .then((listener) => {
+        this.reopenDelayMs = REOPEN_FIRST_MS;
+        return listener;
+      })
+      .catch((error: unknown) => {
+        if (this.closed) return undefined; // the pool closed under a connection asked for before the shutdown
+        if (this.reopenDelayMs === REOPEN_FIRST_MS) {
+          this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
+        }
+        this.listener = undefined;
+        this.reopen(this.reopenDelayMs);
+        this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
+        return undefined;
+      });
     return this.listener;
   }
 
-  /** Opens the connection again after a pause, while some waiter remains (a new wait opens it otherwise). */
-  private reopenLater(): void {
-    if (this.closed || this.reopening || this.subscribers.size === 0) return;
-    const pause = this.reopenMs / 2 + (Math.random() * this.reopenMs) / 2;
-    this.reopenMs = Math.min(LONGEST_REOPEN_MS, this.reopenMs * 2);
-    this.reopening = setTimeout(() => {
-      this.reopening = undefined;
-      void this.ensureListening();
-    }, pause);
-    this.reopening.unref();
+  /**
+   * Opens the listening connection again after `delayMs`, while some waiter remains, and wakes every waiter once it
+   * listens (notifications sent meanwhile were missed). A failure schedules the next try.
+   */
+  private reopen(delayMs: number): void {
+    if (this.closed || this.reopenTimer || this.subscribers.size === 0) return;
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.closed || this.subscribers.size === 0) return;
+      void this.ensureListening().then((open) => open && this.dispatch('*'));
+    }, delayMs);
+    this.reopenTimer.unref();
   }
 
   private dispatch(names: readonly string[] | '*'): void {
@@ -114,8 +102,7 @@ export class LockNotifications implements OnModuleDestroy {
    */
   onModuleDestroy(): void {
     this.closed = true;
-    clearTimeout(this.reopening);
-    // One still being opened is closed when it comes (above).
+    clearTimeout(this.reopenTimer);
     void this.listener?.then((listener) => listener?.close());
     this.listener = undefined;
   }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
+import { IllegalMonitorStateError, LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { LockMode, LockRequest } from '../interfaces/index.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
@@ -66,7 +66,13 @@ export class LockScope {
       if (!this.own) return;
       this.own.leave();
       await this.own.drained;
-      await this.holder.releaseLocks(this.own.stamp);
+      const lost = !this.holder.isHeld(this.own.stamp);
+      await this.holder.releaseLocks(this.own.stamp).catch((error: unknown) => {
+        // A grant already known lost was logged once, with why: the release that finds it gone is not logged again
+        // (the caller still gets the error).
+        if (lost && error instanceof IllegalMonitorStateError) reportedLosses.add(error);
+        throw error;
+      });
     })();
     return this.closing;
   }
@@ -123,17 +129,30 @@ export async function openScope(
   return new LockScope(holder, [...chain, own], reused, own);
 }
 
-/** "X_WRITE held elsewhere, Y_READ yields to a waiting writer" for the busy locks of a refused group. */
+/**
+ * "ORDERS_READ refused: ORDERS is held for write elsewhere; LEDGER_READ yields to a waiting writer" for the busy locks
+ * of a refused group: what was asked, and what holds it.
+ */
 async function describeBusy(holder: LockHolder, needed: readonly LockRequest[]): Promise<string> {
   const label = ({ name, mode }: LockRequest) => `${name}_${mode.toUpperCase()}`;
   const busy = await holder.busyLocks(needed).catch(() => undefined);
   if (!busy || busy.length === 0) return `${needed.map(label).join(', ')} not available (busy a moment ago)`;
-  return busy
-    .map(({ request, reason }) => `${label(request)} ${reason === 'held' ? 'held elsewhere' : 'yields to a waiting writer'}`)
-    .join(', ');
+  return busy.map(describeOne).join('; ');
 }
 
-/** Logs a release that failed after the call settled. @internal */
+function describeOne({ request, reason, heldFor }: BusyLock): string {
+  const asked = `${request.name}_${request.mode.toUpperCase()}`;
+  if (reason === 'writer-waiting') return `${asked} yields to a waiting writer of ${request.name}`;
+  if (heldFor === undefined) return `${asked} refused: ${request.name} is held elsewhere`;
+  const permits = heldFor === request.mode ? ` (its ${heldFor} permits are all in use)` : '';
+  return `${asked} refused: ${request.name} is held for ${heldFor} elsewhere${permits}`;
+}
+
+/** Release errors of grants whose loss was logged already (when it was found): one event, one line. */
+const reportedLosses = new WeakSet<object>();
+
+/** Logs a release that failed after the call settled, unless it only found a loss that was logged already. @internal */
 export function logReleaseFailure(target: string, error: unknown): void {
+  if (error instanceof Object && reportedLosses.has(error)) return;
   logger.error(`${target}: releasing its locks failed: ${(error as Error)?.message ?? String(error)}`);
 }

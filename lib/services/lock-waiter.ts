@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { waiterId } from '../store/lock-rows.util.js';
 import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
@@ -10,8 +11,8 @@ export interface WaitContext {
   /** One acquisition attempt of the group for `waiter` (it checks the instance lock and records the lease's start). */
   readonly attempt: (waiter: string) => Promise<number>;
   /**
-   * Looks for a grant of the group that an attempt sent at `since` (`Date.now()`) may have got although its outcome
-   * was unknown; its stamp, or 0 when nothing was granted.
+   * Looks for a grant of the group that an attempt sent at `since` (`Date.now()`) may have got although its answer
+   * was lost, and hands it over (see `LockOutcomes`); its stamp, or 0 when none landed.
    */
   readonly resolve: (since: number) => Promise<number>;
   readonly notifications: LockNotifications;
@@ -25,13 +26,15 @@ export interface WaitContext {
  */
 const LAST_CHECK_MS = 100;
 
-/** The first pause after a failure; each failure in a row doubles it, up to the re-check interval. */
-const FIRST_BACKOFF_MS = 25;
+/**
+ * After a failed attempt the next one waits at least this long, doubling with each failure in a row up to the
+ * re-check interval (with jitter): when a failover drops every connection at once, the waiters of a fleet do not all
+ * try again at once on a pool that is still reconnecting.
+ */
+const FIRST_BACKOFF_MS = 50;
 
-/** A pause of about `ms` with jitter (between half and all of it): waiters that failed together do not retry together. */
-function jittered(ms: number): number {
-  return ms / 2 + (Math.random() * ms) / 2;
-}
+/** How long the end of a wait waits for a registration still in flight, to remove its rows. */
+const CLEANUP_MS = 1000;
 
 /** A signal that never fires. */
 const NEVER = new AbortController().signal;
@@ -71,6 +74,74 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
   });
 }
 
+/** `ms` scaled by a random factor in [0.5, 1): spreads the retries of many waiters. */
+function jittered(ms: number): number {
+  return ms * (0.5 + Math.random() / 2);
+}
+
+/** Resolves after `ms`, or at once when `signal` fires. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener('abort', done);
+  });
+}
+
+/**
+ * Tells whether an attempt whose answer was lost granted nothing, by looking once the database answers again: the
+ * waiter's rows are still there (a grant removes them in its own commit). Asks again with back-off until `deadline`;
+ * false when it could not tell by then, or the rows are gone (then it may have been granted).
+ */
+async function grantedNothing(
+  context: WaitContext,
+  waiter: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
+    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
+    if (signal.aborted || Date.now() >= deadline) return false;
+    try {
+      const looked = await bounded(context.store.isWaiting(waiter), deadline, signal);
+      if (looked) return looked.value;
+    } catch {
+      // The database does not answer yet: ask again.
+    }
+  }
+}
+
+/**
+ * Takes the grant that an attempt sent at `since` may have got although its answer was lost (its waiter rows are gone,
+ * or a registration was in flight with it): asks once the database answers, with back-off, until `deadline`. The
+ * stamp (0: none landed), or undefined when it could not tell by then (a grant that lands too late is released).
+ */
+async function takeLostGrant(
+  context: WaitContext,
+  since: number,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
+    if (signal.aborted || Date.now() >= deadline) return undefined;
+    const looking = context.resolve(since);
+    try {
+      const looked = await bounded(looking, deadline, signal);
+      if (looked) return looked.value;
+      looking.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof LockStoreError)) throw error;
+      // The database does not answer yet: ask again.
+    }
+    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
+  }
+}
+
 /**
  * Waits for a whole group until `deadline` (a `Date.now()` value). In this order, so that no release can slip
  * between the checks unnoticed: the process LISTENs, the waiter registers (its rows give it its place in the order
@@ -78,13 +149,15 @@ function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promi
  * notification for its names and at least every `recheckMs`. A release that commits before the registration is
  * seen by the first attempt; one that commits after it sees the waiter and notifies.
  *
- * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover): an attempt
- * or a registration that failed is made again until the deadline, after a pause that grows with the failures in a
- * row and has jitter (waiters that failed together do not retry together on a pool that is still dying), and the
- * deadline then reports the last failure. An attempt whose outcome is unknown (it may have been granted) is not taken
- * as final: the waiter resolves it by looking, once the database answers again, for the grant it may have got (see
- * `LockOutcomes`), gets it when there is one, and otherwise goes on waiting; only an outcome still unknown at the
- * deadline ends the wait with its error.
+ * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover to a
+ * standby): an attempt or a registration that failed is made again, with back-off, until the deadline, which then
+ * reports the last failure. An attempt whose answer was lost (its outcome unknown) is resolved by looking: once the
+ * database answers again, the waiter's rows still being there prove it granted nothing, and the wait goes on. When
+ * the rows cannot tell (they are gone, or a registration was in flight with the attempt), the waiter takes the grant
+ * that landed, if one did (`WaitContext.resolve`: a grant of its group taken since by this instance that nobody
+ * holds), and otherwise goes on waiting. Only an outcome it still cannot tell at the deadline (the database never
+ * came back) ends the wait with the attempt's error; a grant it may have made is then never renewed, and ends with
+ * its lease.
  *
  * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
@@ -103,7 +176,7 @@ export async function waitForGroup(
   deadline: number,
   signal: AbortSignal,
 ): Promise<number> {
-  const waiter = randomUUID();
+  const waiter = waiterId(randomUUID(), deadline);
   const ttlMs = context.recheckMs * 3;
   let woken = false;
   let wake: () => void = () => undefined;
@@ -129,36 +202,37 @@ export async function waitForGroup(
     if (signal.aborted) throw stopError(signal);
     let registeredAt = -Infinity;
     let failure: LockStoreError | undefined;
-    /** An attempt whose outcome is unknown, not resolved yet: `since`, when it was sent (`Date.now()`). */
-    let unknown: { readonly error: LockStoreError; readonly since: number } | undefined;
-    let failuresInARow = 0;
+    /** Failures in a row, for the back-off before the next attempt. */
+    let failures = 0;
     const knownFailure = (error: unknown): void => {
-      if (!(error instanceof LockStoreError)) throw error;
+      if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
       failure = error;
-      failuresInARow++;
     };
-    const register = async () => {
+    /** Registers (or refreshes) the rows, waiting for the answer at most `waitMs` (and never past the deadline). */
+    const register = async (waitMs: number) => {
       registering = true;
       const sent = context.store.registerWaiter(waiter, group, ttlMs).then(() => void (registeredAt = Date.now()));
       void sent.finally(() => (registering = false)).catch(() => undefined);
       // Also when it fails halfway, or is given up on: removing rows that are not there is harmless.
       registration = sent.catch(() => undefined);
       try {
-        // Not waited for past a re-check either: the attempts go on meanwhile (the rows count once they land).
-        await bounded(sent, Math.min(deadline, Date.now() + context.recheckMs), signal);
+        await bounded(sent, Math.min(deadline, Date.now() + waitMs), signal);
       } catch (error) {
-        knownFailure(error);
+        // Registering again is harmless (it refreshes the rows), so a lost answer is as good as a failure here.
+        if (!(error instanceof LockStoreError)) throw error;
+        failure = error;
       }
     };
-    await register();
+    // The first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the
+    // rows count once they land).
+    await register(context.recheckMs);
     for (;;) {
       woken = false;
       let stamp = 0;
+      // Its rows can tell a lost answer apart only when no registration may land after the attempt.
+      const rowsTell = registeredAt > -Infinity && !registering;
       const sentAt = Date.now();
-      // While an outcome is unknown the waiter looks instead of trying: a new grant next to a forgotten one would
-      // hold the forgotten one's permits until its lease ends.
-      const trying = unknown ? context.resolve(unknown.since) : context.attempt(waiter);
-      const resolving = unknown !== undefined;
+      const trying = context.attempt(waiter);
       try {
         let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
         // Aborted meanwhile: an answer that comes soon is awaited, so that a grant it brings is released below.
@@ -166,16 +240,29 @@ export async function waitForGroup(
         if (tried) {
           stamp = tried.value;
           failure = undefined;
-          unknown = undefined;
-          failuresInARow = 0;
+          failures = 0;
         } else {
           abandoned = true;
           // Nobody is left to use a grant that comes too late; should its release fail, the lease runs out.
           trying.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
         }
       } catch (error) {
-        knownFailure(error);
-        if (!resolving && error instanceof LockStoreError && error.outcomeUnknown) unknown = { error, since: sentAt };
+        failures += 1;
+        if (error instanceof LockStoreError && error.outcomeUnknown) {
+          // Its rows still there: nothing was granted. Gone (or unable to tell): the grant that landed is taken.
+          const nothing = rowsTell && (await grantedNothing(context, waiter, deadline, signal));
+          const taken = nothing ? 0 : await takeLostGrant(context, sentAt, deadline, signal);
+          if (signal.aborted) {
+            if (taken) await context.store.release(taken).catch(() => undefined);
+            throw stopError(signal);
+          }
+          if (taken === undefined) throw error;
+          stamp = taken;
+          // Now known: nothing was granted, or the grant is this waiter's.
+          failure = new LockStoreError(error.operation, error.code, false, error.cause);
+        } else {
+          knownFailure(error);
+        }
       }
       if (signal.aborted) {
         // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
@@ -188,22 +275,23 @@ export async function waitForGroup(
       }
       const left = deadline - Date.now();
       if (left <= 0) {
-        if (unknown) throw unknown.error;
         if (failure) throw failure;
         return 0;
       }
       if (!registering && Date.now() - registeredAt > ttlMs / 3) {
-        await register();
+        // A refresh is waited for, so that no attempt runs alongside it: then the rows can tell what an attempt
+        // whose answer was lost did (a refresh landing after a grant would put them back).
+        await register(Infinity);
         void context.notifications.listening(); // opens the connection again if it broke and could not be reopened
       }
-      // A notification that arrived while we were trying means: try again at once (after a failure: after the pause).
-      if ((!woken || failuresInARow > 0) && !signal.aborted) {
+      if (failures > 0) {
+        // Not woken early: after a failure, the notifications are those of a connection coming and going.
+        const backoff = jittered(Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), context.recheckMs));
+        await sleep(Math.min(backoff, deadline - Date.now()), signal);
+      } else if (!woken && !signal.aborted) {
+        // A notification that arrived while we were trying means: try again at once.
         await new Promise<void>((resolve) => {
-          const pause =
-            failuresInARow > 0
-              ? jittered(Math.min(context.recheckMs, FIRST_BACKOFF_MS * 2 ** Math.min(failuresInARow - 1, 16)))
-              : context.recheckMs;
-          const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), pause)));
+          const timer = setTimeout(resolve, Math.max(0, Math.min(deadline - Date.now(), context.recheckMs)));
           wake = () => {
             clearTimeout(timer);
             resolve();
@@ -220,5 +308,8 @@ export async function waitForGroup(
     // flight is removed once it has landed.
     const cleanup = registration?.then(() => context.store.unregisterWaiter(waiter)).catch(() => undefined);
     if (!abandoned && !registering) await cleanup;
+    // A registration whose answer is on its way (its rows landed) is waited for a moment: a shutdown closes the pool
+    // right after, and the rows would stay until they expire.
+    else if (cleanup && registering) await bounded(cleanup, Date.now() + CLEANUP_MS, NEVER);
   }
 }

@@ -1,3 +1,4 @@
+import { type LockGrantHandle, OwnedLockGrant } from './lock-grant.handle.js';
 import {
   Inject,
   Injectable,
@@ -214,6 +215,16 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     }
     trace.ended(stamp);
     return stamp;
+  }
+
+  /**
+   * `tryLocks` with a handle that releases the group at the end of an `await using` block (or on `release()`).
+   * @returns the handle, or `undefined` when the group is not available (in time): `await using` accepts it.
+   * @throws the errors of `tryLocks`.
+   */
+  async acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
+    const stamp = await this.tryLocks(locks, options);
+    return stamp > 0 ? new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s)) : undefined;
   }
 
   /** Waits for `group` (see `waitForGroup`), tracked so that shutdown ends it. */

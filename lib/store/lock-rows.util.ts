@@ -1,4 +1,5 @@
 import type { LockGrant, LockLogEntry, LockLogStatus, LockRequest } from '../interfaces/index.js';
+import type { BusyLock } from './lock.store.js';
 
 /** The columns of a `locking_log` row that every report reads. @internal */
 export interface LogRow {
@@ -66,4 +67,37 @@ export function toLogEntry(row: LogEntryRow): LockLogEntry {
     ...(row.ended_by === null ? {} : { endedBy: row.ended_by }),
     ...(row.end_reason === null ? {} : { endReason: row.end_reason }),
   };
+}
+
+/** A row of the busy-locks query of either dialect. @internal */
+export interface BusyRow {
+  name: string;
+  mode: string;
+  busy: BusyLock['reason'];
+  held_mode: string | null;
+}
+
+/** A busy-locks row in the library's vocabulary. @internal */
+export function busyLockOf(row: BusyRow): BusyLock {
+  const mode = (code: string) => (code === 'W' ? 'write' : 'read');
+  return {
+    request: { name: row.name, mode: mode(row.mode) },
+    reason: row.busy,
+    ...(row.held_mode === null ? {} : { heldFor: mode(row.held_mode) }),
+  };
+}
+
+/**
+ * A waiter's id: a random UUID, then `/` and the wait's deadline in epoch milliseconds (the waiting instance's clock),
+ * so that the admin reports can say when the wait gives up without a column of its own (50 characters of the 64).
+ * @internal
+ */
+export function waiterId(uuid: string, deadline: number): string {
+  return `${uuid}/${Math.round(deadline)}`;
+}
+
+/** When the wait of waiter `waiter` gives up (see `waiterId`); null for an id without a deadline. @internal */
+export function waiterDeadline(waiter: string): Date | null {
+  const match = /\/(\d{1,16})$/.exec(waiter);
+  return match ? new Date(Number(match[1])) : null;
 }

@@ -1,11 +1,13 @@
 import type { EntityManager } from 'typeorm';
-import type { LockGrant, LockGrantFilter, LockLogEntry, LockRequest } from '../interfaces/index.js';
+import type { LockGrant, LockGrantFilter, LockLogEntry, LockMode, LockRequest } from '../interfaces/index.js';
 import type { LockAdminStore } from './lock-admin.store.js';
 
 /** A lock of a group that is not available now: held elsewhere, or a read yielding to a waiting writer. @internal */
 export interface BusyLock {
   readonly request: LockRequest;
   readonly reason: 'held' | 'writer-waiting';
+  /** The mode the name is held in now (by other grants), when it is held. */
+  readonly heldFor?: LockMode;
 }
 
 /** One row of `locking_permissions`, in the library's vocabulary. @internal */
@@ -62,6 +64,11 @@ export abstract class LockStore {
   abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
   /** Removes a waiter's rows. */
   abstract unregisterWaiter(waiter: string): Promise<void>;
+  /**
+   * Whether `waiter` still has rows. An acquisition that grants a waiter removes its rows in the same commit, so rows
+   * still there prove that an attempt whose answer was lost (a failover, a dropped connection) granted nothing.
+   */
+  abstract isWaiting(waiter: string): Promise<boolean>;
   /** Which locks of `group` are not available now, and why (a snapshot, for log lines). */
   abstract busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]>;
   /** Opens the process's listening session. */
@@ -111,6 +118,11 @@ export abstract class LockStore {
   /** The newest log rows. */
   listLog(limit: number): Promise<LockLogEntry[]> {
     return this.reports.listLog({ limit });
+  }
+
+  /** The log row of `stamp` (how a grant ended), undefined when pruned. */
+  async logEntry(stamp: number): Promise<LockLogEntry | undefined> {
+    return (await this.reports.listLog({ limit: 1, stamp }))[0];
   }
 
   /** Reads every permits row. */

@@ -1,13 +1,13 @@
 import { InvalidLockArgumentError, InvalidLockSpecError } from '../errors/index.js';
 import type { EntityManager } from 'typeorm';
 import type { LockGrantFilter, LockMode, TryLocksOptions } from '../interfaces/index.js';
-import { LOCK_NAME_PATTERN, MAX_PERMITS, MAX_STAMP } from '../lock.constants.js';
+import { APP_ID_PATTERN, MAX_PERMITS, MAX_STAMP, MAX_WAIT_MS, WAIT_MS_EXPECTED } from '../lock.constants.js';
+import { lockNameProblem } from './lock-name.util.js';
 
-/** Throws `InvalidLockSpecError` unless `name` is a valid lock name. @internal */
+/** Throws `InvalidLockSpecError` unless `name` is a valid lock name (see `lockNameProblem`). @internal */
 export function assertLockName(name: unknown, spec: unknown = name): asserts name is string {
-  if (typeof name !== 'string' || !LOCK_NAME_PATTERN.test(name)) {
-    throw new InvalidLockSpecError(spec, 'a lock name is 1-200 characters of letters, digits and _ . : - /');
-  }
+  const problem = lockNameProblem(name);
+  if (problem !== undefined) throw new InvalidLockSpecError(spec, problem);
 }
 
 /** Throws `InvalidLockArgumentError` unless `mode` is `read` or `write`. @internal */
@@ -60,8 +60,8 @@ export function assertTryLocksOptions(options: unknown): TryLocksOptions {
     throw new InvalidLockArgumentError('options', options, 'an object { waitMs?, signal? }');
   }
   const { waitMs, signal } = options as TryLocksOptions;
-  if (waitMs !== undefined && (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > 2 ** 31 - 1)) {
-    throw new InvalidLockArgumentError('waitMs', waitMs, 'an integer number of milliseconds ≥ 0');
+  if (waitMs !== undefined && (typeof waitMs !== 'number' || !Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS)) {
+    throw new InvalidLockArgumentError('waitMs', waitMs, WAIT_MS_EXPECTED);
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new InvalidLockArgumentError('signal', signal, 'an AbortSignal');
@@ -76,7 +76,7 @@ export function assertGrantFilter(filter: unknown): LockGrantFilter {
   }
   const { name, appId } = filter as LockGrantFilter;
   if (name !== undefined) assertLockName(name);
-  if (appId !== undefined && (typeof appId !== 'string' || !LOCK_NAME_PATTERN.test(appId))) {
+  if (appId !== undefined && (typeof appId !== 'string' || !APP_ID_PATTERN.test(appId))) {
     throw new InvalidLockArgumentError('appId', appId, '1-200 characters of letters, digits and _ . : - /');
   }
   return { name, appId };

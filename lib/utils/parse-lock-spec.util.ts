@@ -1,6 +1,7 @@
 import { InvalidLockSpecError } from '../errors/index.js';
 import type { LockMode, LockRequest, LockSpec } from '../interfaces/index.js';
 import { MAX_GROUP_SIZE } from '../lock.constants.js';
+import { compareLockNames } from './lock-name.util.js';
 import { assertLockName } from './lock-validation.util.js';
 
 const SUFFIXES: ReadonlyArray<readonly [string, LockMode]> = [
@@ -63,6 +64,7 @@ export function parseLockGroup(locks: Iterable<LockSpec>): LockRequest[] {
   if (byName.size === 0) {
     throw new InvalidLockSpecError([], 'a group needs at least one lock');
   }
-  // Canonical order: every caller takes names in the same order, so groups can never wait on each other in a cycle.
-  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // Canonical order (by code point, the databases' byte order): every caller takes names in the same order, so groups
+  // can never wait on each other in a cycle.
+  return [...byName.values()].sort((a, b) => compareLockNames(a.name, b.name));
 }

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
-import type { LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import type { LockModuleExtras, LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import { assertKnownKeys } from './option-keys.util.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
-import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
+import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, APP_ID_PATTERN, MAX_PERMITS } from '../lock.constants.js';
 
 /** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
 export interface ResolvedLockOptions {
@@ -26,6 +27,43 @@ export interface ResolvedLockOptions {
   readonly telemetry: Required<LockTelemetryOptions>;
 }
 
+/** Every key of `LockModuleOptions`: a key added to the interface and not here fails to compile. */
+const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
+  appId: true,
+  defaultPermits: true,
+  permitsRefreshIntervalMs: true,
+  releaseOnStartup: true,
+  retry: true,
+  leaseMs: true,
+  renewIntervalMs: true,
+  reaperIntervalMs: true,
+  maxHoldMs: true,
+  logRetentionMs: true,
+  reaperBatchSize: true,
+  waitRecheckMs: true,
+  queryTimeoutMs: true,
+  instance: true,
+  asyncRelease: true,
+  telemetry: true,
+});
+/** Every key of `LockModuleExtras` (given to `forRoot` / `forRootAsync` themselves). @internal */
+export const MODULE_EXTRAS_KEYS = keysOf<LockModuleExtras>({
+  isGlobal: true,
+  dataSource: true,
+  dialect: true,
+  mountHttpInterceptor: true,
+});
+/** Every key of `LockModuleOptions`, for the check of `forRoot`'s own argument. @internal */
+export const MODULE_OPTIONS_KEYS: readonly string[] = MODULE_OPTION_KEYS;
+const RETRY_KEYS = keysOf<LockRetryOptions>({ maxAttempts: true, initialDelayMs: true, maxDelayMs: true });
+const TELEMETRY_KEYS = keysOf<LockTelemetryOptions>({ enabled: true, lockNameAttribute: true });
+const PERMITS_KEYS = keysOf<LockPermits>({ read: true, write: true });
+
+/** The keys of an object type, checked complete by the compiler. */
+function keysOf<T>(keys: Record<keyof T, true>): string[] {
+  return Object.keys(keys);
+}
+
 /** Longest period a timer accepts. */
 const MAX_INTERVAL_MS = 2 ** 31 - 1;
 
@@ -34,14 +72,23 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   if (!options || typeof options !== 'object') {
     throw new LockConfigurationError('LockModule.forRoot() needs options, at least { appId }');
   }
+  const extra = Object.keys(options).find((key) => MODULE_EXTRAS_KEYS.includes(key));
+  if (extra !== undefined) {
+    throw new LockConfigurationError(
+      `LockModule option ${extra} shapes the module itself: give it to LockModule.forRootAsync({ ${extra}, useFactory, ... }) ` +
+        'beside the factory, not in the options the factory returns',
+    );
+  }
+  assertKnownKeys('LockModule options', options, MODULE_OPTION_KEYS);
   const { appId } = options;
-  if (typeof appId !== 'string' || !LOCK_NAME_PATTERN.test(appId)) {
+  if (typeof appId !== 'string' || !APP_ID_PATTERN.test(appId)) {
     throw new LockConfigurationError(
       `LockModule option appId must be 1-200 characters of letters, digits and _ . : - / (got ${JSON.stringify(appId)}); ` +
         'give each running instance a stable, unique id',
     );
   }
-  const retry = options.retry ?? {};
+  const retry = objectOption('retry', options.retry, RETRY_KEYS);
+  const defaultPermits = objectOption('defaultPermits', options.defaultPermits, PERMITS_KEYS);
   const leaseMs = integerOption('leaseMs', options.leaseMs, 30_000, 100, MAX_INTERVAL_MS);
   const maxHoldMs = integerOption('maxHoldMs', options.maxHoldMs, 0, 0, Number.MAX_SAFE_INTEGER);
   const instance = options.instance ?? `${hostname()}:${process.pid}`;
@@ -51,8 +98,8 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   return {
     appId,
     defaultPermits: {
-      read: integerOption('defaultPermits.read', options.defaultPermits?.read, DEFAULT_PERMITS.read, 1, MAX_PERMITS),
-      write: integerOption('defaultPermits.write', options.defaultPermits?.write, DEFAULT_PERMITS.write, 1, MAX_PERMITS),
+      read: integerOption('defaultPermits.read', defaultPermits.read, DEFAULT_PERMITS.read, 1, MAX_PERMITS),
+      write: integerOption('defaultPermits.write', defaultPermits.write, DEFAULT_PERMITS.write, 1, MAX_PERMITS),
     },
     permitsRefreshIntervalMs: integerOption(
       'permitsRefreshIntervalMs',
@@ -82,17 +129,25 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   };
 }
 
-function telemetryOptions(telemetry: LockTelemetryOptions | undefined): Required<LockTelemetryOptions> {
-  if (telemetry !== undefined && (telemetry === null || typeof telemetry !== 'object')) {
-    throw new LockConfigurationError(`LockModule option telemetry must be an object (got ${String(telemetry)})`);
+/** A nested options object (`retry`, `defaultPermits`, `telemetry`): an object of known keys, or `{}` when absent. */
+function objectOption<T extends object>(name: string, value: T | undefined, known: readonly string[]): Partial<T> {
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new LockConfigurationError(`LockModule option ${name} must be an object (got ${String(value)})`);
   }
-  const lockNameAttribute = telemetry?.lockNameAttribute ?? defaultLockNameAttribute;
+  assertKnownKeys(`LockModule option ${name}`, value, known);
+  return value;
+}
+
+function telemetryOptions(options: LockTelemetryOptions | undefined): Required<LockTelemetryOptions> {
+  const telemetry = objectOption('telemetry', options, TELEMETRY_KEYS);
+  const lockNameAttribute = telemetry.lockNameAttribute ?? defaultLockNameAttribute;
   if (typeof lockNameAttribute !== 'function') {
     throw new LockConfigurationError(
       `LockModule option telemetry.lockNameAttribute must be a function (got ${String(lockNameAttribute)})`,
     );
   }
-  return { enabled: booleanOption('telemetry.enabled', telemetry?.enabled, true), lockNameAttribute };
+  return { enabled: booleanOption('telemetry.enabled', telemetry.enabled, true), lockNameAttribute };
 }
 
 function integerOption(name: string, value: unknown, fallback: number, min: number, max: number): number {

@@ -8,6 +8,7 @@ import type {
   LockUnavailableAction,
   WithLocksOptions,
 } from '../interfaces/index.js';
+import { MAX_WAIT_MS, WAIT_MS_EXPECTED } from '../lock.constants.js';
 import { parseLockGroup } from './parse-lock-spec.util.js';
 
 /** A fenced transaction's settings, validated. @internal */
@@ -71,8 +72,8 @@ function declare(options: WithLocksOptions<unknown[]>): WithLocksDeclaration {
   if (retryAfterSeconds !== undefined && !(Number.isInteger(retryAfterSeconds) && retryAfterSeconds >= 0)) {
     throw new InvalidLockSpecError(options, 'retryAfterSeconds must be a non-negative integer');
   }
-  if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0)) {
-    throw new InvalidLockSpecError(options, 'waitMs must be a non-negative integer');
+  if (waitMs !== undefined && !(Number.isInteger(waitMs) && waitMs >= 0 && waitMs <= MAX_WAIT_MS)) {
+    throw new InvalidLockSpecError(options, `waitMs must be ${WAIT_MS_EXPECTED}`);
   }
   if (scheduledRuns !== undefined && scheduledRuns !== 'once-per-tick' && scheduledRuns !== 'per-replica') {
     throw new InvalidLockSpecError(options, "scheduledRuns must be 'once-per-tick' or 'per-replica'");

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { LOCK_MIGRATIONS, LockLostError } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
@@ -94,15 +95,21 @@ describe('nestjs-db-locks against live instances', () => {
 
   it('status lists a waiter while tryLocks waits', async () => {
     const stamp = await holder.locks.tryLocks(['CLI_WAIT_WRITE']);
-    const waiting = waiter.locks.tryLocks(['CLI_WAIT_WRITE'], { waitMs: 30_000 });
-    let listed: Array<{ appId: string; locks: unknown }> = [];
+    const began = Date.now();
+    const waiting = waiter.locks.tryLocks(['CLI_WAIT_WRITE'], { waitMs: 600_000 }); // ends when the holder releases
+    let listed: Array<{ appId: string; locks: unknown; givesUpAt?: string }> = [];
     await until(async () => {
       listed = JSON.parse((await runCli(['status', '--json', '--name', 'CLI_WAIT'], env)).stdout).waiters;
       return listed.length > 0;
     }, 15_000);
     expect(listed).toEqual([expect.objectContaining({ appId: 'cli-waiter', locks: [{ name: 'CLI_WAIT', mode: 'write' }] })]);
     const text = await runCli(['status', '--name', 'CLI_WAIT'], env);
-    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*POSITION\s+APP\s+LOCKS\s+WAITING FOR\s+EXPIRES IN\s+WAITER\n\s*\d+\s+cli-waiter\s+CLI_WAIT W\s/);
+    // The wait's own deadline (10 min after it began), not the registration row's heartbeat (3 s).
+    const givesUpAt = Date.parse(listed[0]!.givesUpAt!);
+    expect(givesUpAt).toBeGreaterThanOrEqual(began + 600_000);
+    expect(givesUpAt).toBeLessThanOrEqual(Date.now() + 600_000);
+    // Position 1 (the only waiter), and minutes left before it gives up.
+    expect(text.stdout).toMatch(/Waiters \(1\)\n\s*POSITION\s+APP\s+LOCKS\s+WAITING FOR\s+GIVES UP IN\s+WAITER\n\s*1\s+cli-waiter\s+CLI_WAIT W\s+\S+ s\s+\d min( \d+ s)?\s/);
     await holder.locks.releaseLocks(stamp);
     const next = await waiting;
     expect(next).toBeGreaterThan(0);
@@ -224,7 +231,7 @@ describe('nestjs-db-locks usage and connection errors', () => {
     [['release', 'twelve', '--reason', 'x']],
     [['release', '12', '--reason', '   ']],
     [['permits', 'set', 'CLI_P', 'read', '0']],
-    [['permits', 'set', 'bad name!', 'read', '1']],
+    [['permits', 'set', 'ends with a space ', 'read', '1']],
     [['permits', 'set', 'CLI_P', 'maybe', '1']],
     [['permits', 'unset', 'CLI_P']],
     [['log', '--since', 'yesterday']],
@@ -259,10 +266,25 @@ describe('nestjs-db-locks usage and connection errors', () => {
     }
   });
 
+  it('a mysql:// URL without mysql2 installed says which package to install, with exit code 4', async () => {
+    const preload = fileURLToPath(new URL('../support/without-mysql2.cjs', import.meta.url));
+    const run = await runCli(['status'], {
+      DATABASE_URL: `mysql://nobody:secret@127.0.0.1:${await closedPort()}/nothing`,
+      NODE_OPTIONS: `--require ${preload}`,
+    });
+    expect(run.code).toBe(4);
+    expect(run.stderr.trim()).toBe(
+      'nestjs-db-locks: the mysql2 package is not installed: run `npm install mysql2` (the driver of mysql:// and mariadb:// URLs)',
+    );
+    expect(run.stderr).not.toContain('unreachable');
+  });
+
   it('--help and --version exit 0', async () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Exit codes:');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('in their PostgreSQL, MySQL or MariaDB database');
+    expect(help.stdout).toMatch(/^ {2}4 {2}the database driver the URL needs is not installed/m);
     const version = await runCli(['--version']);
     const { version: expected } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(version).toMatchObject({ code: 0, stdout: `${expected}\n` });

@@ -85,6 +85,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
 
     const reason = await lost; // the next renewal no longer finds it
     expect(reason).toBeInstanceOf(LockLostError);
+    // The holder is told it was forced, by whom and why (not "reaped or recovered, or its lease ended").
+    expect((reason as LockLostError).reason).toBe('its release was forced by alice@on-call: job hung since 03:00, ticket OPS-1');
     expect(holder.locks.isHeld(stamp)).toBe(false);
     expect(holder.locks.isHeld(other)).toBe(true); // the other grant is untouched
     await expect(
@@ -195,13 +197,17 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
     // A long re-check: only a notification can wake the waiter in time.
     const waiter = await start(db.url, { appId: 'waiter', waitRecheckMs: 30_000 });
     const stamp = await holder.locks.tryLocks(['QUEUE_WRITE']);
+    const began = Date.now();
     const waiting = waiter.locks.tryLocks(['QUEUE_WRITE'], { waitMs: 60_000 });
     await until(async () => (await admin.listWaiters({ name: 'QUEUE' })).length === 1);
     const [info] = await admin.listWaiters();
     expect(info).toMatchObject({ appId: 'waiter', locks: [{ name: 'QUEUE', mode: 'write' }] });
     expect(info!.waitingForMs).toBeGreaterThanOrEqual(0);
-    expect(info!.expiresInMs).toBeGreaterThan(0);
-    expect(info!.position).toBeGreaterThan(0);
+    expect(info!.expiresInMs).toBeGreaterThan(0); // the registration's heartbeat (3 re-checks), not the wait's end
+    // The wait's own deadline: 60 s after it began, by the waiter's clock (the same machine here).
+    expect(info!.givesUpAt!.getTime()).toBeGreaterThanOrEqual(began + 60_000);
+    expect(info!.givesUpAt!.getTime()).toBeLessThanOrEqual(Date.now() + 60_000);
+    expect(info!.position).toBe(1); // the only waiter, whatever the sequence behind the waiting order says
     expect(await admin.listWaiters({ name: 'ELSEWHERE' })).toEqual([]);
 
     const freedAt = Date.now();
@@ -225,8 +231,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
       [{ name: 'ORDER', mode: 'write' }],
       [{ name: 'ORDER', mode: 'read' }, { name: 'Z', mode: 'read' }],
     ]);
-    expect(waiters[0]!.position).toBeLessThan(waiters[1]!.position);
-    expect(await admin.listWaiters({ name: 'Z' })).toHaveLength(1);
+    expect(waiters.map((w) => w.position)).toEqual([1, 2]);
+    expect(await admin.listWaiters({ name: 'Z' })).toMatchObject([{ position: 1 }]);
     controller.abort();
     await Promise.allSettled([first, second]);
     await holder.locks.releaseLocks(stamp);
@@ -329,7 +335,7 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
       await expect(offline.forceRelease(1, reason)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     }
     await expect(offline.forceRelease(1, 'x'.repeat(500))).rejects.toBeInstanceOf(LockConfigurationError); // valid
-    expect(() => offline.listWaiters({ name: 'bad name' })).toThrow(InvalidLockSpecError);
+    expect(() => offline.listWaiters({ name: 'bad name\n' })).toThrow(InvalidLockSpecError);
     expect(() => offline.getGrants({ name: '' })).toThrow(InvalidLockSpecError);
     expect(() => offline.getGrants({ appId: 'bad app' })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getGrants(null as unknown as object)).toThrow(InvalidLockArgumentError);
@@ -338,8 +344,8 @@ for (const dialect of DIALECTS) dialect.describe(`LockAdminService on ${dialect.
     expect(() => offline.getLog({ since: new Date('nope') })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getLog({ since: '2026-01-01' as unknown as Date })).toThrow(InvalidLockArgumentError);
     expect(() => offline.getLog({ stamp: 0 })).toThrow(InvalidLockArgumentError);
-    expect(() => offline.getLog({ name: 'bad name' })).toThrow(InvalidLockSpecError);
-    await expect(offline.setPermits('bad name', 'read', 1)).rejects.toBeInstanceOf(InvalidLockSpecError);
+    expect(() => offline.getLog({ name: 'bad name\n' })).toThrow(InvalidLockSpecError);
+    await expect(offline.setPermits('bad name\n', 'read', 1)).rejects.toBeInstanceOf(InvalidLockSpecError);
     await expect(offline.setPermits('OK', 'both' as 'read', 1)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     await expect(offline.setPermits('OK', 'read', 0)).rejects.toBeInstanceOf(InvalidLockArgumentError);
     expect(() => LockAdminService.create(dataSource, { actor: '' })).toThrow(LockConfigurationError);

@@ -8,7 +8,7 @@ const BAD_GROUPS: unknown[] = [
   [],
   ['WS2_WRTE'],
   ['WS1'],
-  ['ws 1_READ'],
+  ['ws\n1_READ'],
   [''],
   [null],
   [{ name: 'A', mode: 'exclusive' }],
@@ -27,7 +27,7 @@ const BAD_PERMITS: Array<[unknown, unknown, unknown]> = [
   ['A', 'read', 2 ** 31],
   ['A', 'read', '3'],
   ['A', 'append', 1],
-  ['bad name', 'read', 1],
+  ['bad\tname', 'read', 1],
   ['', 'write', 1],
 ];
 
@@ -67,7 +67,7 @@ for (const dialect of DIALECTS) dialect.describe(`bad input: a typed error and n
   });
 
   it('getLockPermits refuses a bad name', () => {
-    expect(() => app.locks.getLockPermits('no spaces')).toThrow(InvalidLockSpecError);
+    expect(() => app.locks.getLockPermits('no newline\n')).toThrow(InvalidLockSpecError);
   });
 
   it('validates before touching the database: the errors are the same with the database gone', async () => {

@@ -104,10 +104,11 @@ for (const dialect of DIALECTS) dialect.describe(`@WithLocks on provider methods
     expect(await repayments.tryRepay()).toBe('ran');
   });
 
-  it('logs a skipped call with the locks that were busy, not its whole group', async () => {
+  /** The lines logged by `tryRepayAndPost` while another app holds `held`. */
+  async function skipLines(held: 'LEDGER_READ' | 'LEDGER_WRITE'): Promise<string[]> {
     const logged: string[] = [];
     const capture: LoggerService = { log: (message: string) => logged.push(message), error() {}, warn() {} };
-    const stamp = await other.locks.tryLocks(['LEDGER_READ']);
+    const stamp = await other.locks.tryLocks([held]);
     Logger.overrideLogger(capture);
     try {
       expect(await repayments.tryRepayAndPost()).toBeUndefined();
@@ -115,7 +116,19 @@ for (const dialect of DIALECTS) dialect.describe(`@WithLocks on provider methods
       Logger.overrideLogger(false);
       await other.locks.releaseLocks(stamp);
     }
-    expect(logged).toEqual(['Skipped Repayments.tryRepayAndPost: LEDGER_WRITE held elsewhere']);
+    return logged;
+  }
+
+  it('logs a skipped call with the locks that were busy, not its whole group, and the mode they are held in', async () => {
+    expect(await skipLines('LEDGER_READ')).toEqual([
+      'Skipped Repayments.tryRepayAndPost: LEDGER_WRITE refused: LEDGER is held for read elsewhere',
+    ]);
+  });
+
+  it('says when a skipped call asked for the mode a lock is held in (its permits are used up)', async () => {
+    expect(await skipLines('LEDGER_WRITE')).toEqual([
+      'Skipped Repayments.tryRepayAndPost: LEDGER_WRITE refused: LEDGER is held for write elsewhere (its write permits are all in use)',
+    ]);
   });
 
   it('is re-entrant: nested decorated calls reuse the locks of their chain', async () => {

@@ -6,12 +6,17 @@ export interface ResetProxy {
   via(url: string): string;
   /** Resets every connection through the proxy at once (both sides see ECONNRESET). */
   resetAll(): void;
+  /**
+   * Points the proxy at the server of `url` (a failover: a virtual IP moved, HAProxy's health check switched): every
+   * connection through it is reset, new ones reach the new server.
+   */
+  switchTo(url: string): void;
   close(): Promise<void>;
 }
 
 /** Starts a proxy to the server of `url` on a free loopback port. */
 export async function startResetProxy(url: string): Promise<ResetProxy> {
-  const target = new URL(url);
+  let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
   const server: Server = createServer((client) => {
     const upstream = new Socket();
@@ -46,6 +51,10 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
       return proxied.toString();
     },
     resetAll,
+    switchTo(url) {
+      target = new URL(url);
+      resetAll();
+    },
     async close() {
       resetAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));

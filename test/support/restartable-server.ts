@@ -1,11 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
-import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
+import { freePort, startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 import { mariadbInstalled, startPrivateMariadb } from './mariadb-server.mjs';
 import { connectClient } from './test-database.js';
 
@@ -28,14 +27,6 @@ export interface RestartableServer {
   appIdsHeld(appIds: readonly string[]): Promise<number>;
   /** Whether the grant `stamp`'s lease end lies at least `leaseMs` after the server last started (it was renewed since). */
   renewedSinceStart(stamp: number, leaseMs: number): Promise<boolean | undefined>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 async function migrate(type: 'postgres' | 'mariadb', url: string): Promise<void> {

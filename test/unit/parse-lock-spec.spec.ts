@@ -15,11 +15,12 @@ describe('parseLockSpec', () => {
     ['WS2_WRTE'],
     ['_READ'],
     ['WS1'],
-    ['ws 1_READ'],
     ['WS1_read'],
     [`${'x'.repeat(201)}_READ`],
-    ['naïve_READ'],
-    ["x';DROP TABLE locking;--_READ"],
+    [`${'é'.repeat(100)}x_READ`],
+    ['a\nb_READ'],
+    ['trailing _READ'],
+    ['half\ud83d_WRITE'],
   ])('refuses %j', (spec) => {
     expect(() => parseLockSpec(spec as never)).toThrow(InvalidLockSpecError);
   });
@@ -34,6 +35,26 @@ describe('parseLockSpec', () => {
   it('accepts a 200-character name', () => {
     expect(parseLockSpec(`${'x'.repeat(200)}_WRITE`).name).toHaveLength(200);
   });
+
+  it('accepts any other string of up to 200 bytes of UTF-8, unchanged', () => {
+    for (const name of ['ws 1', 'naïve', "x';DROP TABLE locking;--", 'ana@example.com', '😀'.repeat(50), 'cafe\u0301']) {
+      expect(parseLockSpec(`${name}_READ`)).toEqual({ name, mode: 'read' });
+      expect(parseLockSpec({ name, mode: 'write' })).toEqual({ name, mode: 'write' });
+    }
+  });
+
+  it('keeps the message short: a long input is cut, with its length', () => {
+    const error = (() => {
+      try {
+        parseLockSpec({ name: 'x'.repeat(10_000), mode: 'read' });
+      } catch (e) {
+        return e as InvalidLockSpecError;
+      }
+      return undefined;
+    })();
+    expect(error?.message).toMatch(/…\(\d+ characters\): a lock name is at most 200 bytes of UTF-8 \(this one has 10000\)$/);
+    expect(error!.message.length).toBeLessThan(200);
+  });
 });
 
 describe('parseLockGroup', () => {
@@ -42,6 +63,11 @@ describe('parseLockGroup', () => {
       { name: 'WS1', mode: 'read' },
       { name: 'WS2', mode: 'write' },
     ]);
+  });
+
+  it('orders names by code point (the databases\' byte order), not by UTF-16 code unit', () => {
+    // U+FF21 (fullwidth A) comes before U+1F600 in code points, after it in UTF-16 (a surrogate pair, 0xD83D...).
+    expect(parseLockGroup(['😀_READ', 'Ａ_READ', 'A_READ']).map((r) => r.name)).toEqual(['A', 'Ａ', '😀']);
   });
 
   it('accepts a Set', () => {

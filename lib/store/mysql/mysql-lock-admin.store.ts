@@ -9,7 +9,7 @@ import type {
   LockWaiterInfo,
 } from '../../interfaces/index.js';
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
-import { jsonArray, locksOf, toGrant, toLogEntry, type LogRow } from '../lock-rows.util.js';
+import { jsonArray, locksOf, toGrant, toLogEntry, waiterDeadline, type LogRow } from '../lock-rows.util.js';
 import * as Admin from './mysql-lock-admin.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
@@ -112,7 +112,8 @@ export class MysqlLockAdminStore extends LockAdminStore {
           locks: [],
           waitingForMs: Number(row.waiting_for_ms),
           expiresInMs: Number(row.expires_in_ms),
-          position: Number(row.seq),
+          givesUpAt: waiterDeadline(row.waiter),
+          position: 0, // its place among those returned, below
         },
         names: [],
         modes: [],
@@ -123,7 +124,7 @@ export class MysqlLockAdminStore extends LockAdminStore {
     }
     return [...waiters.values()]
       .filter((entry) => name === undefined || entry.names.includes(name))
-      .map((entry) => ({ ...entry.info, locks: locksOf(entry.names, entry.modes) }));
+      .map((entry, i) => ({ ...entry.info, locks: locksOf(entry.names, entry.modes), position: i + 1 }));
   }
 
   async loadPermits(): Promise<LockPermitsEntry[]> {

@@ -88,6 +88,9 @@ export const insertLocks = (count: number): string =>
     () => `(?, ?, ?, ?, ${NOW})`,
   ).join(', ')}`;
 
+/** ? waiter → whether it still has rows (a grant removes them in its own commit). */
+export const SELECT_WAITER_REGISTERED = `SELECT EXISTS (SELECT 1 FROM locking_waiters WHERE waiter = ?) AS waiting`;
+
 /** ? waiter: its rows go once it is granted. */
 export const DELETE_WAITER = `DELETE FROM locking_waiters WHERE waiter = ?`;
 
@@ -218,12 +221,13 @@ export const SELECT_WAITED_NAMES = `SELECT w.lock_name AS name, COUNT(k.stamp) A
 
 /**
  * ? default write permits, ? default read permits, then the requests as (name, mode) → those not available now ('held'
- * or 'writer-waiting'). A snapshot for a log line, never for a decision.
+ * or 'writer-waiting', with `held_mode` the mode the name is held in, null when not held). A snapshot for a log line,
+ * never for a decision.
  */
 export const selectBusyLocks = (count: number): string => {
   const requests = requestRows(count);
-  return `SELECT name, mode, busy FROM (
-    SELECT r.name, r.mode,
+  return `SELECT name, mode, busy, held_mode FROM (
+    SELECT r.name, r.mode, (SELECT MIN(l.mode) FROM locking l WHERE l.lock_name = r.name) AS held_mode,
       CASE
         WHEN EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
           OR (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)

@@ -12,8 +12,9 @@ import {
   type LockListener,
   type RenewOutcome,
 } from '../lock.store.js';
+import { compareLockNames } from '../../utils/lock-name.util.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
-import { jsonArray } from '../lock-rows.util.js';
+import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
@@ -97,7 +98,7 @@ export class MysqlLockStore extends LockStore {
     const { appId, instance, grantLeaseMs } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
-      const names = [...new Set(group.map((r) => r.name))].sort();
+      const names = [...new Set(group.map((r) => r.name))].sort(compareLockNames);
       await tx.write(SQL.lockNames(names.length), names);
       if (await this.busy(tx, group, waiter)) return 0;
       const modes = group.map((r) => MODE_CODE[r.mode]);
@@ -160,14 +161,19 @@ export class MysqlLockStore extends LockStore {
     await this.runner.write('tryLocks', SQL.DELETE_WAITER, [waiter]);
   }
 
+  async isWaiting(waiter: string): Promise<boolean> {
+    const rows = await this.runner.select<{ waiting: number }>('tryLocks', SQL.SELECT_WAITER_REGISTERED, [waiter]);
+    return Number(rows[0]?.waiting) === 1;
+  }
+
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
-    const rows = await this.runner.select<{ name: string; mode: string; busy: BusyLock['reason'] }>(
+    const rows = await this.runner.select<BusyRow>(
       'tryLocks',
       SQL.selectBusyLocks(group.length),
       [write, read, ...group.flatMap((r) => [r.name, MODE_CODE[r.mode]])],
     );
-    return rows.map((row) => ({ request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' }, reason: row.busy }));
+    return rows.map(busyLockOf);
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {

@@ -10,11 +10,11 @@ export const FORCE_RELEASE = `SELECT app_id, instance, lock_names, lock_modes, h
 
 /**
  * $1 a name (null: any) → the waiters whose registration has not expired and that wait for that name, one row each,
- * in waiting order, with their ages computed by the database.
+ * in waiting order, with their place in it among those returned (1, 2, …) and their ages computed by the database.
  */
 export const SELECT_WAITERS = `SELECT waiter, min(app_id) AS app_id,
     array_agg(lock_name ORDER BY lock_name) AS lock_names, array_agg(mode ORDER BY lock_name) AS lock_modes,
-    min(seq) AS position,
+    row_number() OVER (ORDER BY min(seq)) AS position,
     (extract(epoch FROM clock_timestamp() - min(registered)) * 1000)::float8 AS waiting_for_ms,
     (extract(epoch FROM min(expires) - clock_timestamp()) * 1000)::float8 AS expires_in_ms
   FROM locking_waiters

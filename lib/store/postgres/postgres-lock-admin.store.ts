@@ -11,7 +11,7 @@ import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin
 import * as Admin from './postgres-lock-admin.queries.sql.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
-import { locksOf, toGrant, toLogEntry, type GrantRow, type LogEntryRow } from '../lock-rows.util.js';
+import { locksOf, toGrant, toLogEntry, waiterDeadline, type GrantRow, type LogEntryRow } from '../lock-rows.util.js';
 import type { PostgresStatementRunner } from './postgres-statement.runner.js';
 
 /** `LockAdminStore` on PostgreSQL. @internal */
@@ -55,6 +55,7 @@ export class PostgresLockAdminStore extends LockAdminStore {
       locks: locksOf(row.lock_names, row.lock_modes),
       waitingForMs: row.waiting_for_ms,
       expiresInMs: row.expires_in_ms,
+      givesUpAt: waiterDeadline(row.waiter),
       position: Number(row.position),
     }));
   }

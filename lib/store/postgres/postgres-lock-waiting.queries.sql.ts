@@ -7,10 +7,11 @@
 /**
  * $1 names, $2 modes ('R'/'W'), $3 default read permits, $4 default write permits → the requests among them that are
  * not available now, each with `busy` = 'held' (held elsewhere, in the other mode or up to its permits) or
- * 'writer-waiting' (a read that would yield to a waiting writer). A snapshot for a log line, never for a decision.
+ * 'writer-waiting' (a read that would yield to a waiting writer), and `held_mode` the mode the name is held in (one
+ * mode at a time), null when not held. A snapshot for a log line, never for a decision.
  */
-export const SELECT_BUSY_LOCKS = `SELECT name, mode, busy FROM (
-  SELECT r.name, r.mode,
+export const SELECT_BUSY_LOCKS = `SELECT name, mode, busy, held_mode FROM (
+  SELECT r.name, r.mode, (SELECT min(l.mode) FROM locking l WHERE l.lock_name = r.name) AS held_mode,
     CASE
       WHEN EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode)
         OR (SELECT count(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode)

@@ -36,6 +36,9 @@ export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, 
 export const UNREGISTER_WAITER = `WITH gone AS (DELETE FROM locking_waiters WHERE waiter = $1 RETURNING lock_name, mode)
   SELECT locking_notify_freed(coalesce(array_agg(lock_name::text) FILTER (WHERE mode = 'W'), '{}')) FROM gone`;
 
+/** $1 waiter → whether it still has rows (a grant removes them in its own commit). */
+export const SELECT_WAITER_REGISTERED = `SELECT EXISTS (SELECT 1 FROM locking_waiters WHERE waiter = $1) AS waiting`;
+
 /** $1 app id, $2 stamps, $3 async commit → the stamps that matched. */
 export const RELEASE_GROUPS = `SELECT locking_release($1, $2::bigint[], $3) AS released`;
 

