@@ -38,6 +38,7 @@ export type {
   LockSchemaStatus,
   LockHealth,
   LockTelemetryOptions,
+  LockTablesOptions,
   LockJobOutcome,
   LockJobRuns,
   LockJobRun,
@@ -56,6 +57,8 @@ export {
   LockingJobEntity,
   MysqlLockingJobRunEntity,
   MysqlLockingJobEntity,
+  lockEntities,
+  type LockEntityClass,
 } from './entities/index.js';
 export {
   LOCK_MIGRATIONS,
@@ -68,6 +71,8 @@ export {
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
   LockInstances1796200000000,
+  lockMigrations,
+  type LockMigrationClass,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

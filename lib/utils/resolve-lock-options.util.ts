@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import { DEFAULT_LOCK_TABLES, type LockTables } from '../store/lock-tables.util.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, LOCK_NAME_PATTERN, MAX_PERMITS } from '../lock.constants.js';
 
@@ -24,13 +25,18 @@ export interface ResolvedLockOptions {
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
   readonly telemetry: Required<LockTelemetryOptions>;
+  /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
+  readonly tables: LockTables;
 }
 
 /** Longest period a timer accepts. */
 const MAX_INTERVAL_MS = 2 ** 31 - 1;
 
 /** Validates the module options and applies defaults; throws `LockConfigurationError` naming the bad option. @internal */
-export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+export function resolveLockOptions(
+  options: LockModuleOptions | undefined,
+  tables: LockTables = DEFAULT_LOCK_TABLES,
+): ResolvedLockOptions {
   if (!options || typeof options !== 'object') {
     throw new LockConfigurationError('LockModule.forRoot() needs options, at least { appId }');
   }
@@ -79,6 +85,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
     telemetry: telemetryOptions(options.telemetry),
+    tables,
   };
 }
 
