@@ -24,7 +24,7 @@ export interface GlobalOptions {
 /** A checked database URL and how messages name it (without its password). @internal */
 export interface DatabaseTarget {
   readonly url: string;
-  /** `host:port/database`. */
+  /** `host:port/database`, and the lock tables' schema or prefix when given. */
   readonly where: string;
   /** `mysql://` and `mariadb://` URLs reach MySQL or MariaDB, the others PostgreSQL. */
   readonly dialect: 'postgres' | 'mysql';
@@ -60,11 +60,13 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
   }
   // mysql2 knows the mysql:// scheme only.
   const driverUrl = scheme.dialect === 'mysql' ? url.replace(/^mariadb:/, 'mysql:') : url;
+  const tables = tablesOf(options, env, scheme.dialect);
+  const place = tables.schema !== undefined ? ` (schema ${tables.schema})` : tables.tablePrefix ? ` (tables ${tables.tablePrefix}*)` : '';
   return {
     url: driverUrl,
-    where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}`,
+    where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}${place}`,
     dialect: scheme.dialect,
-    tables: tablesOf(options, env, scheme.dialect),
+    tables,
   };
 }
 

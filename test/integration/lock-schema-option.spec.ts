@@ -7,12 +7,15 @@ import {
   lockMigrations,
   type LockTablesOptions,
 } from 'nestjs-db-locks';
-import pg from 'pg';
+import type pg from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
-import { createLockApp, type LockApp, trackApps } from '../support/lock-app.js';
+import { createLockApp, trackApps } from '../support/lock-app.js';
 import { connectClient, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
+import { PostgresStatementRunner } from '../../lib/store/postgres/postgres-statement.runner.js';
+import { TRY_ACQUIRE_ONE } from '../../lib/store/postgres/postgres-lock.queries.sql.js';
+import { resolveLockTables } from '../../lib/store/lock-tables.util.js';
 
 /**
  * The lock tables in a place of the application's choosing: a PostgreSQL schema, a MySQL/MariaDB table prefix. Two
@@ -174,13 +177,17 @@ for (const dialect of DIALECTS) {
   });
 }
 
-DIALECTS[0]!.describe('Wake-ups of a schema (PostgreSQL)', () => {
+DIALECTS[0]!.describe('Two schemas on one connection, wake-ups of a schema (PostgreSQL)', () => {
   let db: TestDatabase;
   const listeners: pg.Client[] = [];
   const apps = trackApps(createLockApp);
   beforeAll(async () => {
     db = await DIALECTS[0]!.createDatabase();
-    const migrator = new DataSource({ type: 'postgres', url: db.url, migrations: [...lockMigrations({ schema: 'wake_a' })] });
+    const migrator = new DataSource({
+      type: 'postgres',
+      url: db.url,
+      migrations: [...lockMigrations({ schema: 'wake_a' }), ...lockMigrations({ schema: 'wake_b' })],
+    });
     await migrator.initialize();
     await migrator.runMigrations();
     await migrator.destroy();
@@ -189,6 +196,37 @@ DIALECTS[0]!.describe('Wake-ups of a schema (PostgreSQL)', () => {
     await apps.closeAll();
     await Promise.all(listeners.map((client) => client.end()));
     await db?.drop();
+  });
+
+  it('run the same named prepared statement for two schemas on one connection, each in its own schema', async () => {
+    const dataSource = new DataSource({ type: 'postgres', url: db.url, extra: { max: 1 } });
+    await dataSource.initialize();
+    try {
+      for (const schema of ['wake_a', 'wake_b', 'wake_a']) {
+        const runner = new PostgresStatementRunner(dataSource, {
+          retry: { maxAttempts: 1, initialDelayMs: 0, maxDelayMs: 0 },
+          queryTimeoutMs: 10_000,
+          tables: resolveLockTables({ schema }, 'postgres'),
+        });
+        const result = await runner.run<{ stamp: string }>('tryLocks', true, {
+          name: 'nestjs_db_locks_try_acquire_one',
+          text: TRY_ACQUIRE_ONE,
+          values: ['pooled', 'test', `shared:${schema}`, 'R', null, 5, 1, 60_000],
+        });
+        expect(Number(result.rows[0]?.stamp)).toBeGreaterThan(0);
+      }
+      const held = await db.query<{ place: string; name: string }>(
+        `SELECT 'wake_a' AS place, lock_name AS name FROM wake_a.locking
+         UNION ALL SELECT 'wake_b', lock_name FROM wake_b.locking ORDER BY 1, 2`,
+      );
+      expect(held).toEqual([
+        { place: 'wake_a', name: 'shared:wake_a' },
+        { place: 'wake_a', name: 'shared:wake_a' },
+        { place: 'wake_b', name: 'shared:wake_b' },
+      ]);
+    } finally {
+      await dataSource.destroy();
+    }
   });
 
   it("a release in one schema notifies that schema's channel only", async () => {
