@@ -77,6 +77,18 @@ for (const dialect of DIALECTS) {
       if (dialect.name === 'PostgreSQL') expect(inA).toEqual(defaults);
       else expect(inA).toEqual(defaults.map((name) => `${a.tablePrefix}${name}`));
       expect(await objectsOf(dialect, db, b)).toEqual(dialect.name === 'PostgreSQL' ? defaults : defaults.map((n) => `${b.tablePrefix}${n}`));
+      if (dialect.name === 'MariaDB') {
+        // MySQL 8 names CHECK constraints per database: a second place needs names of its own.
+        const checks = await db.query<{ name: string }>(
+          `SELECT CONSTRAINT_NAME AS name FROM information_schema.CHECK_CONSTRAINTS
+            WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME LIKE $1`,
+          [`${a.tablePrefix}%`],
+        );
+        // (MariaDB also lists the json_valid() check of each JSON column, named after the column.)
+        const named = checks.map((check) => check.name).filter((name) => !['lock_names', 'lock_modes'].includes(name));
+        expect(named.length).toBeGreaterThanOrEqual(3);
+        for (const name of named) expect(name.startsWith(`${a.tablePrefix}locking_`)).toBe(true);
+      }
       const recorded = (await db.query<{ name: string }>('SELECT name FROM migrations')).map((row) => row.name);
       for (const migration of LOCK_MIGRATIONS) {
         expect(recorded).toContain(migration.name);
@@ -98,6 +110,9 @@ for (const dialect of DIALECTS) {
       });
       await dataSource.initialize();
       try {
+        const paths = dataSource.entityMetadatas.map((metadata) => metadata.tablePath);
+        expect(paths).toHaveLength(5);
+        for (const path of paths) expect(path.startsWith(a.schema ? `${a.schema}.locking` : `${a.tablePrefix}locking`)).toBe(true);
         const pending = await dataSource.driver.createSchemaBuilder().log();
         expect(pending.upQueries.map((query) => query.query)).toEqual([]);
       } finally {
