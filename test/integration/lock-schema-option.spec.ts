@@ -136,6 +136,10 @@ for (const dialect of DIALECTS) {
       expect((await adminB.getGrants()).map((grant) => grant.stamp)).toEqual([stampB]);
       expect((await adminA.getLog({ name: 'orders' })).map((entry) => entry.stamp)).toEqual([stampA]);
 
+      expect(await adminA.getJobs()).toEqual([]); // the job tables of the place answer too
+      const health = await inA.locks.getHealth();
+      expect(health).toMatchObject({ healthy: true, schema: 'current', appIdHeld: true });
+
       await adminA.setPermits('orders', 'write', 2);
       expect(await adminA.getPermits()).toEqual([{ name: 'orders', mode: 'write', permits: 2 }]);
       expect(await adminB.getPermits()).toEqual([]);
