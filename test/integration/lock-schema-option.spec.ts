@@ -8,6 +8,7 @@ import {
   type LockTablesOptions,
 } from 'nestjs-db-locks';
 import type pg from 'pg';
+import { getDataSourceToken } from '@nestjs/typeorm';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
@@ -145,6 +146,24 @@ for (const dialect of DIALECTS) {
       expect(await adminB.getPermits()).toEqual([]);
       expect(await inA.locks.tryLocks(['orders_WRITE'])).toBeGreaterThan(0); // a second writer in A only
       expect(await inB.locks.tryLocks(['orders_WRITE'])).toBe(0);
+    });
+
+    it('renew, fence, reap and prune in the place', async () => {
+      const inA = await apps.start(db.url, { appId: 'upkeep', ...a, leaseMs: 1000, renewIntervalMs: 100, reaperIntervalMs: 200, logRetentionMs: 1 });
+      const stamp = await inA.locks.tryLocks(['upkeep_WRITE']);
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // past the first lease: renewed in the place
+      expect(inA.locks.isHeld(stamp)).toBe(true);
+      const [grant] = await inA.app.get(LockAdminService).getGrants({ name: 'upkeep' });
+      expect(grant).toMatchObject({ stamp });
+      expect(grant!.leaseLeftMs).toBeGreaterThan(0);
+      const dataSource = inA.app.get<DataSource>(getDataSourceToken());
+      await dataSource.transaction((manager) => inA.locks.markBusinessDone(stamp, manager));
+      const [entry] = await inA.app.get(LockAdminService).getLog({ stamp });
+      expect(entry?.status).toBe('BUSINESS_DONE');
+      expect(await inA.locks.reapStaleLocks()).toBe(0);
+      await inA.locks.releaseLocks(stamp);
+      // logRetentionMs: 1: the reaper task of the place prunes the ended row.
+      await until(async () => (await inA.app.get(LockAdminService).getLog({ stamp })).length === 0);
     });
 
     it("wait in one place: the waiter is listed there only, and another place's release never grants it", async () => {
