@@ -70,7 +70,8 @@ export class LockAdminService {
       throw new LockConfigurationError(`LockAdminService option actor must be 1-200 characters (got ${String(actor)})`);
     }
     const tables = resolveLockTables(options, lockDialectOf(dataSource), 'LockAdminService option');
-    const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs: options.queryTimeoutMs }, tables);
+    const { queryTimeoutMs } = options;
+    const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs }, tables);
     return new LockAdminService(
       createLockAdminStore(dataSource, resolved),
       actor,

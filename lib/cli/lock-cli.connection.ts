@@ -61,7 +61,8 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
   // mysql2 knows the mysql:// scheme only.
   const driverUrl = scheme.dialect === 'mysql' ? url.replace(/^mariadb:/, 'mysql:') : url;
   const tables = tablesOf(options, env, scheme.dialect);
-  const place = tables.schema !== undefined ? ` (schema ${tables.schema})` : tables.tablePrefix ? ` (tables ${tables.tablePrefix}*)` : '';
+  const place =
+    tables.schema !== undefined ? ` (schema ${tables.schema})` : tables.tablePrefix ? ` (tables ${tables.tablePrefix}*)` : '';
   return {
     url: driverUrl,
     where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}${place}`,

@@ -28,7 +28,10 @@ export function lockEntities(
   if (isDefaultLockTables(tables)) return entities;
   const key = `${dialect}/${tables.schema ?? ''}/${tables.tablePrefix}`;
   let made = madeFor.get(key);
-  if (!made) madeFor.set(key, (made = Object.freeze(entities.map((entity) => entityIn(entity, tables)))));
+  if (!made) {
+    made = Object.freeze(entities.map((entity) => entityIn(entity, tables)));
+    madeFor.set(key, made);
+  }
   return made;
 }
 

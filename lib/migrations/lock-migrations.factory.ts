@@ -6,7 +6,7 @@ import { LOCK_MIGRATIONS } from './index.js';
 /** A migration class as TypeORM takes it (`migrations: [...]`). @publicApi */
 export type LockMigrationClass = new () => MigrationInterface;
 
-/** The configured classes of each place, made once (TypeORM reads a class's name; two copies would be two migrations). */
+/** The classes of each place, made once: `lockMigrations()` called twice gives the same classes. */
 const madeFor = new Map<string, readonly LockMigrationClass[]>();
 
 /**
@@ -26,7 +26,10 @@ export function lockMigrations(options: LockTablesOptions = {}): readonly LockMi
   if (isDefaultLockTables(tables)) return LOCK_MIGRATIONS;
   const key = `${tables.schema ?? ''}/${tables.tablePrefix}`;
   let made = madeFor.get(key);
-  if (!made) madeFor.set(key, (made = Object.freeze(LOCK_MIGRATIONS.map((migration) => migrationIn(migration, tables)))));
+  if (!made) {
+    made = Object.freeze(LOCK_MIGRATIONS.map((migration) => migrationIn(migration, tables)));
+    madeFor.set(key, made);
+  }
   return made;
 }
 
@@ -45,7 +48,7 @@ function migrationIn(migration: (typeof LOCK_MIGRATIONS)[number], tables: LockTa
   return placed;
 }
 
-/** `locks.CreateLockTables1763683200000` / `app1_CreateLockTables1763683200000`: ends with the timestamp, as TypeORM needs. */
+/** `locks.CreateLockTables1763683200000`, `app1_CreateLockTables1763683200000`: the timestamp last, as TypeORM needs. */
 function qualifiedMigrationName(name: string, tables: LockTables): string {
   return tables.schema === undefined ? `${tables.tablePrefix}${name}` : `${lockTablesLabel(tables)}.${name}`;
 }

@@ -193,7 +193,7 @@ function forMysql(sql: string, prefix: string): string {
  * The first key of the transaction advisory locks of the schema's `locking_try_acquire` (FNV-1a of its name, a
  * signed 32-bit integer): two schemas serialise their own names only.
  */
-export function advisoryNamespace(schema: string): number {
+function advisoryNamespace(schema: string): number {
   let hash = 0x811c9dc5;
   for (const byte of Buffer.from(`nestjs-db-locks:${schema}`, 'utf8')) hash = Math.imul(hash ^ byte, 0x01000193);
   const key = hash | 0;
