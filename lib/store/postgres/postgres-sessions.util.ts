@@ -94,7 +94,8 @@ export async function openListener(
   client.on('error', onLost);
   client.on('end', onLost);
   try {
-    await client.query(`LISTEN "${channel}"`);
+    // The default channel as ever (operators find `LISTEN nestjs_db_locks` in pg_stat_activity); a schema's is quoted.
+    await client.query(`LISTEN ${tables.schema === undefined ? channel : `"${channel}"`}`);
   } catch (error) {
     close();
     throw toLockError(error, 'listen', false);
