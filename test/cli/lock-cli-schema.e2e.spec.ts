@@ -58,7 +58,7 @@ for (const dialect of DIALECTS) {
       expect(released).toMatchObject({ code: 0, stderr: '' });
       const log = JSON.parse((await runCli(['log', '--stamp', String(stamp), '--json', ...flag], env)).stdout);
       expect(log).toEqual([expect.objectContaining({ stamp, status: 'FORCED', endReason: 'ops drill' })]);
-    });
+    }, 180_000); // ten runs of the command line, each a Node process: seconds apiece on a loaded machine
 
     it('refuses a bad place, or the option of the other dialect, with a usage error before connecting', async () => {
       const bad = await runCli(['status', postgres ? '--schema' : '--table-prefix', 'Bad-Name'], env);
