@@ -39,6 +39,7 @@ export type {
   LockSchemaStatus,
   LockHealth,
   LockTelemetryOptions,
+  LockTablesOptions,
   LockJobOutcome,
   LockJobRuns,
   LockJobRun,
@@ -57,6 +58,8 @@ export {
   LockingJobEntity,
   MysqlLockingJobRunEntity,
   MysqlLockingJobEntity,
+  lockEntities,
+  type LockEntityClass,
 } from './entities/index.js';
 export {
   LOCK_MIGRATIONS,
@@ -69,6 +72,8 @@ export {
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
   LockInstances1796200000000,
+  lockMigrations,
+  type LockMigrationClass,
 } from './migrations/index.js';
 export { parseLockSpec, parseLockGroup } from './utils/parse-lock-spec.util.js';
 export {

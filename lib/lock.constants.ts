@@ -36,6 +36,9 @@ export const TASK_PREFIX = 'nestjs-db-locks';
 /** Injection token of the validated options with defaults applied. @internal */
 export const RESOLVED_LOCK_OPTIONS = 'nestjs-db-locks:resolved-options';
 
+/** Injection token of where the lock tables are (`LockTables`, from the extras `schema` / `tablePrefix`). @internal */
+export const LOCK_TABLES = 'nestjs-db-locks:tables';
+
 /** Injection token of the DataSource `LockModule` uses (the default of fenced transactions). @internal */
 export const LOCK_DATA_SOURCE = 'nestjs-db-locks:data-source';
 

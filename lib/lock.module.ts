@@ -1,7 +1,7 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from './entities/index.js';
+import { lockEntities } from './entities/lock-entities.factory.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
 import { LockJobs } from './jobs/lock-jobs.service.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
@@ -13,7 +13,8 @@ import {
 } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockConfigurationError } from './errors/index.js';
-import { LOCK_DATA_SOURCE } from './lock.constants.js';
+import { LOCK_DATA_SOURCE, LOCK_TABLES } from './lock.constants.js';
+import { resolveLockTables } from './store/lock-tables.util.js';
 import { LockDataSources } from './services/lock-data-sources.service.js';
 import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
 import { InstanceLock } from './services/instance-lock.service.js';
@@ -92,19 +93,21 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
   if (extras.dialect !== undefined && extras.dialect !== 'postgres' && extras.dialect !== 'mysql') {
     throw new LockConfigurationError(`LockModule option dialect must be 'postgres' or 'mysql' (got ${String(extras.dialect)})`);
   }
-  const mysql = extras.dialect === 'mysql';
+  const dialect = extras.dialect ?? 'postgres';
+  const tables = resolveLockTables({ schema: extras.schema, tablePrefix: extras.tablePrefix }, dialect);
   const interceptor: Provider[] =
     extras.mountHttpInterceptor === false ? [] : [{ provide: APP_INTERCEPTOR, useClass: LockHttpInterceptor }];
   return {
     ...definition,
     imports: [
       ...(definition.imports ?? []),
-      TypeOrmModule.forFeature([...(mysql ? LOCK_MYSQL_ENTITIES : LOCK_ENTITIES)], extras.dataSource),
+      TypeOrmModule.forFeature([...lockEntities({ ...tables, dialect })], extras.dataSource),
     ],
     providers: [
       ...(definition.providers ?? []),
       { provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
-      createLockStoreProvider(extras.dataSource, extras.dialect ?? 'postgres'),
+      { provide: LOCK_TABLES, useValue: tables },
+      createLockStoreProvider(extras.dataSource, dialect),
       createLockAdminProvider(extras.dataSource),
       ...interceptor,
     ],

@@ -17,11 +17,13 @@ import type {
   LockSchemaStatus,
   LockWaiterInfo,
 } from '../interfaces/index.js';
-import { LOCK_MIGRATIONS } from '../migrations/index.js';
+import { lockMigrations } from '../migrations/lock-migrations.factory.js';
 import { createJobRunStore } from '../jobs/job-runs.store.factory.js';
 import type { JobRunStore } from '../jobs/job-runs.store.js';
 import type { LockAdminStore } from '../store/lock-admin.store.js';
 import { createLockAdminStore } from '../store/lock-stores.factory.js';
+import { lockDialectOf } from '../store/lock-dialect.util.js';
+import { DEFAULT_LOCK_TABLES, type LockTables, resolveLockTables } from '../store/lock-tables.util.js';
 import {
   assertGrantFilter,
   assertLimit,
@@ -54,6 +56,7 @@ export class LockAdminService {
     /** Who acts: recorded as `endedBy` in the log of every forced release. */
     readonly actor: string,
     private readonly jobRuns?: JobRunStore,
+    private readonly tables: LockTables = DEFAULT_LOCK_TABLES,
   ) {}
 
   /**
@@ -66,8 +69,15 @@ export class LockAdminService {
     if (typeof actor !== 'string' || actor.length < 1 || actor.length > 200) {
       throw new LockConfigurationError(`LockAdminService option actor must be 1-200 characters (got ${String(actor)})`);
     }
-    const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs: options.queryTimeoutMs });
-    return new LockAdminService(createLockAdminStore(dataSource, resolved), actor, createJobRunStore(dataSource, resolved));
+    const tables = resolveLockTables(options, lockDialectOf(dataSource), 'LockAdminService option');
+    const { queryTimeoutMs } = options;
+    const resolved = resolveLockOptions({ appId: 'lock-admin', instance: actor, queryTimeoutMs }, tables);
+    return new LockAdminService(
+      createLockAdminStore(dataSource, resolved),
+      actor,
+      createJobRunStore(dataSource, resolved),
+      tables,
+    );
   }
 
   /**
@@ -187,11 +197,12 @@ export class LockAdminService {
 
   /**
    * The lock migrations recorded as run in the DataSource's TypeORM migrations table, those of this library version
-   * (`LOCK_MIGRATIONS`) not run yet, and whether the lock tables exist.
+   * (`LOCK_MIGRATIONS`, or `lockMigrations()` of the service's `schema` / `tablePrefix`) not run yet, and whether the
+   * lock tables exist.
    */
   async getSchemaStatus(): Promise<LockSchemaStatus> {
     const { recorded, tablesPresent } = await this.store.schemaRows();
-    const ours = LOCK_MIGRATIONS.map((migration) => migration.name);
+    const ours = lockMigrations(this.tables).map((migration) => migration.name);
     return {
       applied: recorded.filter((name) => ours.includes(name)),
       pending: ours.filter((name) => !recorded.includes(name)),

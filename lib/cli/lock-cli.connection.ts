@@ -1,7 +1,9 @@
 import { hostname, userInfo } from 'node:os';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { LockAdminService } from '../admin/lock-admin.service.js';
-import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from '../entities/index.js';
+import { lockEntities } from '../entities/lock-entities.factory.js';
+import { LockConfigurationError } from '../errors/index.js';
+import { type LockTables, resolveLockTables } from '../store/lock-tables.util.js';
 import { toCliError, usageError } from './lock-cli.errors.js';
 
 /** How long connecting and each statement may take before the command gives up (exit code 3). @internal */
@@ -13,15 +15,21 @@ export interface GlobalOptions {
   readonly url?: string;
   /** Print JSON only. */
   readonly json?: boolean;
+  /** PostgreSQL: the schema of the lock tables; `LOCK_SCHEMA` when not given. */
+  readonly schema?: string;
+  /** MySQL/MariaDB: the prefix of the lock tables; `LOCK_TABLE_PREFIX` when not given. */
+  readonly tablePrefix?: string;
 }
 
 /** A checked database URL and how messages name it (without its password). @internal */
 export interface DatabaseTarget {
   readonly url: string;
-  /** `host:port/database`. */
+  /** `host:port/database`, and the lock tables' schema or prefix when given. */
   readonly where: string;
   /** `mysql://` and `mariadb://` URLs reach MySQL or MariaDB, the others PostgreSQL. */
   readonly dialect: 'postgres' | 'mysql';
+  /** Where the lock tables are (`--schema`, `--table-prefix`). */
+  readonly tables: LockTables;
 }
 
 /** The URL schemes the CLI accepts, and the dialect and default port of each. */
@@ -52,11 +60,27 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
   }
   // mysql2 knows the mysql:// scheme only.
   const driverUrl = scheme.dialect === 'mysql' ? url.replace(/^mariadb:/, 'mysql:') : url;
+  const tables = tablesOf(options, env, scheme.dialect);
+  const place =
+    tables.schema !== undefined ? ` (schema ${tables.schema})` : tables.tablePrefix ? ` (tables ${tables.tablePrefix}*)` : '';
   return {
     url: driverUrl,
-    where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}`,
+    where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}${place}`,
     dialect: scheme.dialect,
+    tables,
   };
+}
+
+/** `--schema` / `--table-prefix` (else `LOCK_SCHEMA` / `LOCK_TABLE_PREFIX`), checked: a usage error when invalid. */
+function tablesOf(options: GlobalOptions, env: NodeJS.ProcessEnv, dialect: 'postgres' | 'mysql'): LockTables {
+  const schema = options.schema ?? (env.LOCK_SCHEMA || undefined);
+  const tablePrefix = options.tablePrefix ?? (env.LOCK_TABLE_PREFIX || undefined);
+  try {
+    return resolveLockTables({ schema, tablePrefix }, dialect, 'the option');
+  } catch (error) {
+    if (!(error instanceof LockConfigurationError)) throw error;
+    throw usageError(error.message.replace(/\bschema\b/, '--schema').replace(/\btablePrefix\b/, '--table-prefix'));
+  }
 }
 
 /** `cli:<user>@<host>`: who the log names as the one who forced a release. @internal */
@@ -76,7 +100,7 @@ export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceO
     return new DataSource({
       type: 'mysql',
       url: target.url,
-      entities: [...LOCK_MYSQL_ENTITIES],
+      entities: [...lockEntities({ ...target.tables, dialect: 'mysql' })],
       logging: false,
       timezone: 'Z',
       connectTimeout: CLI_TIMEOUT_MS,
@@ -87,7 +111,7 @@ export function cliDataSource(target: DatabaseTarget, extra: Partial<DataSourceO
   return new DataSource({
     type: 'postgres',
     url: target.url,
-    entities: [...LOCK_ENTITIES],
+    entities: [...lockEntities(target.tables)],
     logging: false,
     poolSize: 2,
     extra: {
@@ -122,6 +146,6 @@ export async function withDataSource<T>(
 /** Connects and runs `fn` with a `LockAdminService` acting as `cliActor()`. @internal */
 export function withAdmin<T>(target: DatabaseTarget, fn: (admin: LockAdminService) => Promise<T>): Promise<T> {
   return withDataSource(target, (dataSource) =>
-    fn(LockAdminService.create(dataSource, { actor: cliActor(), queryTimeoutMs: CLI_TIMEOUT_MS })),
+    fn(LockAdminService.create(dataSource, { actor: cliActor(), queryTimeoutMs: CLI_TIMEOUT_MS, ...target.tables })),
   );
 }

@@ -18,7 +18,8 @@ Exit codes:
   3  the database is unreachable or failed
   4  the database driver the URL needs is not installed (npm install pg, or mysql2)
 
-The database is DATABASE_URL, or --url. --json prints JSON only on stdout; errors go to stderr.`;
+The database is DATABASE_URL, or --url. Lock tables in a schema of their own (PostgreSQL) or with a table prefix
+(MySQL/MariaDB): --schema or --table-prefix, or LOCK_SCHEMA / LOCK_TABLE_PREFIX. --json prints JSON only on stdout; errors go to stderr.`;
 
 /** The package's version, from its package.json (two folders up, in `lib/` and in `dist/` alike). */
 function packageVersion(): string {
@@ -34,6 +35,8 @@ export function buildProgram(context: CliContext): Command {
     .version(packageVersion(), '-V, --version', 'print the version')
     .option('--url <url>', 'the database (default: DATABASE_URL)')
     .option('--json', 'print machine-readable JSON only')
+    .option('--schema <name>', 'PostgreSQL: the schema of the lock tables (default: LOCK_SCHEMA, else the search_path)')
+    .option('--table-prefix <prefix>', 'MySQL/MariaDB: the prefix of the lock tables (default: LOCK_TABLE_PREFIX, else none)')
     .configureOutput({ writeOut: (text) => context.output.out(text), writeErr: (text) => context.output.err(text) })
     .exitOverride()
     .showSuggestionAfterError()

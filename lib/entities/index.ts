@@ -43,3 +43,5 @@ export const LOCK_MYSQL_ENTITIES = [
   MysqlLockingJobRunEntity,
   MysqlLockingJobEntity,
 ] as const;
+
+export { lockEntities, type LockEntityClass } from './lock-entities.factory.js';

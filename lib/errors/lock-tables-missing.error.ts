@@ -8,7 +8,8 @@ export class LockTablesMissingError extends LockError {
   constructor(cause: unknown) {
     super(
       'The nestjs-db-locks tables are missing. Add LOCK_MIGRATIONS to your DataSource `migrations` and run them ' +
-        '(or set `migrationsRun: true`).',
+        '(or set `migrationsRun: true`); for tables in a schema or with a prefix of their own, lockMigrations({ schema }) ' +
+        'or lockMigrations({ tablePrefix }).',
       { cause },
     );
   }

@@ -20,5 +20,6 @@ export type {
   LockSchemaStatus,
 } from './lock-admin.interface.js';
 export type { LockHealth } from './lock-health.interface.js';
+export type { LockTablesOptions } from './lock-tables-options.interface.js';
 export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 export type { LockJobOutcome, LockJobRuns, LockJobRun, LockJobInfo, LockJobRunQuery } from './lock-job.interface.js';

@@ -1,10 +1,11 @@
 import type { LockMode, LockRequest } from './lock-spec.interface.js';
+import type { LockTablesOptions } from './lock-tables-options.interface.js';
 
 /**
  * Options of `LockAdminService.create`.
  * @publicApi
  */
-export interface LockAdminOptions {
+export interface LockAdminOptions extends LockTablesOptions {
   /**
    * Who acts, recorded in the log of every forced release (`endedBy`), 1–200 characters: a person or a tool.
    * @default `${hostname}:${pid}`

@@ -1,4 +1,5 @@
 import type { LockPermits } from './lock-spec.interface.js';
+import type { LockTablesOptions } from './lock-tables-options.interface.js';
 import type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 
 /**
@@ -133,7 +134,7 @@ export interface LockModuleOptions {
  * Options that shape the module itself and must be known synchronously (they cannot come from `useFactory`).
  * @publicApi
  */
-export interface LockModuleExtras {
+export interface LockModuleExtras extends LockTablesOptions {
   /**
    * Register `LockModule` as a global module.
    * @default true

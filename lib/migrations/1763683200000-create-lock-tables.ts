@@ -4,7 +4,8 @@ import { LockSqlMigration } from './lock-sql.migration.js';
 
 /**
  * Creates the lock engine's sequence, tables and functions (on MySQL and MariaDB: its tables, in their final form).
- * `down` drops them all (and every lock held in them).
+ * `down` drops them all (and every lock held in them). Run through `lockMigrations({ schema })`, it first creates the
+ * schema when missing (`down` leaves it).
  * @publicApi
  */
 export class CreateLockTables1763683200000 extends LockSqlMigration {
@@ -14,4 +15,5 @@ export class CreateLockTables1763683200000 extends LockSqlMigration {
   protected readonly downStatements = DROP_LOCK_SCHEMA;
   protected override readonly mysqlUpStatements = CREATE_MYSQL_LOCK_SCHEMA;
   protected override readonly mysqlDownStatements = DROP_MYSQL_LOCK_SCHEMA;
+  protected override readonly opensSchema = true;
 }

@@ -34,3 +34,5 @@ export const LOCK_MIGRATIONS = [
   JobRunHistory1796000000000,
   LockInstances1796200000000,
 ] as const;
+
+export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

@@ -44,8 +44,9 @@ export class LockHealthCheck {
     const probe = await this.probe(queryTimeoutMs);
     const schema = 'status' in probe ? schemaOf(probe.status) : 'unknown';
     if ('failure' in probe) problems.push(`The database did not answer the health probe: ${probe.failure}`);
-    else if (schema === 'missing') problems.push('The lock tables are missing: run LOCK_MIGRATIONS on the database.');
-    else if (schema === 'outdated') {
+    else if (schema === 'missing') {
+      problems.push('The lock tables are missing: run LOCK_MIGRATIONS (or lockMigrations({ schema })) on the database.');
+    } else if (schema === 'outdated') {
       problems.push(`Lock migrations not run on the database: ${probe.status.pending.join(', ')}; run LOCK_MIGRATIONS.`);
     }
     if ('server' in probe) problems.push(...probe.server);

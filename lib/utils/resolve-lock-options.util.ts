@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleExtras, LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
+import { DEFAULT_LOCK_TABLES, type LockTables } from '../store/lock-tables.util.js';
 import { assertKnownKeys } from './option-keys.util.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, APP_ID_PATTERN, MAX_PERMITS } from '../lock.constants.js';
@@ -25,6 +26,8 @@ export interface ResolvedLockOptions {
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
   readonly telemetry: Required<LockTelemetryOptions>;
+  /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
+  readonly tables: LockTables;
 }
 
 /** Every key of `LockModuleOptions`: a key added to the interface and not here fails to compile. */
@@ -51,6 +54,8 @@ export const MODULE_EXTRAS_KEYS = keysOf<LockModuleExtras>({
   isGlobal: true,
   dataSource: true,
   dialect: true,
+  schema: true,
+  tablePrefix: true,
   mountHttpInterceptor: true,
 });
 /** Every key of `LockModuleOptions`, for the check of `forRoot`'s own argument. @internal */
@@ -68,7 +73,10 @@ function keysOf<T>(keys: Record<keyof T, true>): string[] {
 const MAX_INTERVAL_MS = 2 ** 31 - 1;
 
 /** Validates the module options and applies defaults; throws `LockConfigurationError` naming the bad option. @internal */
-export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+export function resolveLockOptions(
+  options: LockModuleOptions | undefined,
+  tables: LockTables = DEFAULT_LOCK_TABLES,
+): ResolvedLockOptions {
   if (!options || typeof options !== 'object') {
     throw new LockConfigurationError('LockModule.forRoot() needs options, at least { appId }');
   }
@@ -126,6 +134,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
     telemetry: telemetryOptions(options.telemetry),
+    tables,
   };
 }
 

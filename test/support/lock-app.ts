@@ -2,11 +2,11 @@ import { type DynamicModule, type INestApplicationContext, Module, type Type } f
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES, LockModule, LockService, type LockModuleOptions } from 'nestjs-db-locks';
+import { lockEntities, LockModule, LockService, type LockModuleOptions, type LockTablesOptions } from 'nestjs-db-locks';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 /** Options of one test instance: at least its `appId`. */
-export type TestLockOptions = Partial<LockModuleOptions> & { appId: string };
+export type TestLockOptions = Partial<LockModuleOptions> & LockTablesOptions & { appId: string };
 
 /** A Nest application context wired the way a user wires it: TypeORM + schedule + LockModule.forRoot. */
 export interface LockApp {
@@ -23,10 +23,11 @@ export interface LockApp {
  */
 export function lockAppImports(url: string, options: TestLockOptions, poolSize = 4): DynamicModule[] {
   const mysql = url.startsWith('mysql:');
+  const entities = [...lockEntities({ schema: options.schema, tablePrefix: options.tablePrefix, dialect: mysql ? 'mysql' : 'postgres' })];
   return [
     mysql
-      ? TypeOrmModule.forRoot({ type: 'mariadb', url, extra: { connectionLimit: poolSize }, timezone: 'Z', entities: [...LOCK_MYSQL_ENTITIES] })
-      : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, entities: [...LOCK_ENTITIES] }),
+      ? TypeOrmModule.forRoot({ type: 'mariadb', url, extra: { connectionLimit: poolSize }, timezone: 'Z', entities })
+      : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: poolSize }, entities }),
     ScheduleModule.forRoot(),
     LockModule.forRoot(mysql ? { dialect: 'mysql', ...options } : options),
   ];

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { MigrationExecutor } from 'typeorm';
-import { LOCK_MIGRATIONS } from '../../migrations/index.js';
+import { lockMigrations } from '../../migrations/lock-migrations.factory.js';
 import { withDataSource } from '../lock-cli.connection.js';
 import { type CliContext, globalsOf } from '../lock-cli.context.js';
 import { EXIT } from '../lock-cli.errors.js';
@@ -30,17 +30,19 @@ export function registerMigrateCommand(program: Command, context: CliContext): v
     .option('--migrations-table <name>', "TypeORM's migrations table of your application", 'migrations')
     .action(async (options: { check?: boolean; migrationsTable: string }, command: Command) => {
       const { json, target } = globalsOf(command, context);
+      const database = target();
+      const migrations = lockMigrations(database.tables);
       const result = await withDataSource(
-        target(),
+        database,
         async (dataSource): Promise<MigrateResult> => {
           const executor = new MigrationExecutor(dataSource);
           const pending = (await executor.getPendingMigrations()).map((m) => m.name);
           const ran = options.check ? [] : (await dataSource.runMigrations()).map((m) => m.name);
-          const all = LOCK_MIGRATIONS.map((m) => m.name);
+          const all = migrations.map((m) => m.name);
           const stillPending = pending.filter((name) => !ran.includes(name));
           return { applied: all.filter((name) => !stillPending.includes(name)), pending: stillPending, ran };
         },
-        { migrations: [...LOCK_MIGRATIONS], migrationsTableName: options.migrationsTable, poolSize: 1 },
+        { migrations: [...migrations], migrationsTableName: options.migrationsTable, poolSize: 1 },
       );
       if (result.pending.length > 0) context.exitCode = EXIT.answer;
       if (json) return printJson(context.output, result);

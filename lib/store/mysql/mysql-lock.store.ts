@@ -259,7 +259,7 @@ export class MysqlLockStore extends LockStore {
 
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
     try {
-      const result: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, [stamp, this.options.appId]);
+      const result: unknown = await manager.query(this.runner.sql(SQL.MARK_BUSINESS_DONE), [stamp, this.options.appId]);
       return (result as { affectedRows?: number } | null)?.affectedRows === 1;
     } catch (error) {
       throw toMysqlLockError(error, 'markBusinessDone', false);

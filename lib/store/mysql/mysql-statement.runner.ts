@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isMysqlConnectionFailure, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
+import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables } from '../lock-tables.util.js';
 
 /** Smallest pool the library works with: the instance session, and statements beside it. */
 const MIN_POOL_SIZE = 2;
@@ -39,6 +40,16 @@ export class MysqlStatementRunner {
     private readonly options: StatementRunnerOptions,
     private readonly failed: (error: LockError) => LockError = (error) => error,
   ) {}
+
+  /** Where the lock tables are. */
+  get tables(): LockTables {
+    return this.options.tables ?? DEFAULT_LOCK_TABLES;
+  }
+
+  /** `sql`, written for the lock tables' prefix (every statement sent goes through here). */
+  sql(sql: string): string {
+    return inLockTables(sql, this.tables);
+  }
 
   /** Round trips repeated after a transient failure since start. */
   get retries(): number {
@@ -156,7 +167,7 @@ export class MysqlStatementRunner {
     const send = <R>(sql: string, values: readonly unknown[]): Promise<R> =>
       new Promise<R>((resolve, reject) =>
         connection.query(
-          { sql, values: [...values], timeout: this.options.queryTimeoutMs },
+          { sql: this.sql(sql), values: [...values], timeout: this.options.queryTimeoutMs },
           (error: unknown, result: unknown) => (error ? reject(error) : resolve(result as R)),
         ),
       );

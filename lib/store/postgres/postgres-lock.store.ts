@@ -85,7 +85,7 @@ export class PostgresLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    return openListener(await this.runner.connect('listen'), callbacks);
+    return openListener(await this.runner.connect('listen'), callbacks, this.options.tables);
   }
 
   async recover(): Promise<number> {
@@ -127,10 +127,10 @@ export class PostgresLockStore extends LockStore {
     try {
       const values = [stamp, this.options.appId];
       // TypeORM returns [rows, affected] for an UPDATE on PostgreSQL.
-      const marked: unknown = await manager.query(SQL.MARK_BUSINESS_DONE, values);
+      const marked: unknown = await manager.query(this.runner.sql(SQL.MARK_BUSINESS_DONE), values);
       if (Array.isArray(marked) && marked[1] === 1) return true;
       // Not marked: lost, or a transaction above READ COMMITTED, whose fence is a lock on the grant's lock rows.
-      const [row] = (await manager.query(SQL.HOLD_GRANT_ROWS, values)) as Array<{ held: number }>;
+      const [row] = (await manager.query(this.runner.sql(SQL.HOLD_GRANT_ROWS), values)) as Array<{ held: number }>;
       return (row?.held ?? 0) > 0;
     } catch (error) {
       // The grant's lock rows were deleted after the transaction's snapshot: it ended meanwhile.
@@ -145,7 +145,13 @@ export class PostgresLockStore extends LockStore {
     // another. Retrying is safe: an instance lock taken on a connection that died went with it.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await openInstanceSession(await this.runner.connect('claimAppId'), appId, instance, this.hotPath.lane);
+        return await openInstanceSession(
+          await this.runner.connect('claimAppId'),
+          appId,
+          instance,
+          this.hotPath.lane,
+          this.options.tables,
+        );
       } catch (error) {
         const retry = error instanceof LockStoreError && isConnectionFailure(error.cause);
         if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);

@@ -2,7 +2,7 @@ import type { PoolClient } from 'pg';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { toLockError } from './pg-error.util.js';
 import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
-import { NOTIFY_CHANNEL } from '../lock-sql.constants.js';
+import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables, lockNotifyChannel } from '../lock-tables.util.js';
 import type { SessionLane } from './session-lane.util.js';
 
 /**
@@ -20,6 +20,7 @@ export async function openInstanceSession(
   appId: string,
   instance: string,
   lane: SessionLane,
+  tables: LockTables = DEFAULT_LOCK_TABLES,
 ): Promise<InstanceSession | undefined> {
   let alive = true;
   let open = true;
@@ -32,7 +33,7 @@ export async function openInstanceSession(
     await client.query(`SELECT set_config('application_name', $1, false)`, [
       `nestjs-db-locks ${appId} ${instance}`.slice(0, 63),
     ]);
-    const claimed = (await client.query<{ claimed: boolean; pid: number }>(TRY_CLAIM_APP_ID, [appId])).rows[0];
+    const claimed = (await client.query<{ claimed: boolean; pid: number }>(inLockTables(TRY_CLAIM_APP_ID, tables), [appId])).rows[0];
     if (!claimed?.claimed) {
       client.release(true);
       return undefined;
@@ -60,11 +61,19 @@ export async function openInstanceSession(
   return session;
 }
 
-/** LISTENs on the lock channel and reports freed names; a broken connection is reported once as lost. */
-export async function openListener(client: PoolClient, callbacks: ListenerCallbacks): Promise<LockListener> {
+/**
+ * LISTENs on the lock channel of `tables` (one per schema) and reports freed names; a broken connection is reported
+ * once as lost.
+ */
+export async function openListener(
+  client: PoolClient,
+  callbacks: ListenerCallbacks,
+  tables: LockTables = DEFAULT_LOCK_TABLES,
+): Promise<LockListener> {
   let open = true;
+  const channel = lockNotifyChannel(tables);
   const onNotification = (message: { channel: string; payload?: string }) => {
-    if (message.channel !== NOTIFY_CHANNEL) return;
+    if (message.channel !== channel) return;
     callbacks.freed(!message.payload || message.payload === '*' ? '*' : message.payload.split('\n'));
   };
   const close = () => {
@@ -85,7 +94,8 @@ export async function openListener(client: PoolClient, callbacks: ListenerCallba
   client.on('error', onLost);
   client.on('end', onLost);
   try {
-    await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+    // The default channel as ever (operators find `LISTEN nestjs_db_locks` in pg_stat_activity); a schema's is quoted.
+    await client.query(`LISTEN ${tables.schema === undefined ? channel : `"${channel}"`}`);
   } catch (error) {
     close();
     throw toLockError(error, 'listen', false);

@@ -6,6 +6,13 @@ import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-e
 import { lockDialectOf } from '../lock-dialect.util.js';
 import type { SessionLane } from './session-lane.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
+import {
+  DEFAULT_LOCK_TABLES,
+  inLockTables,
+  isDefaultLockTables,
+  type LockTables,
+  lockStatementName,
+} from '../lock-tables.util.js';
 
 /** Smallest pool the library works with: two kept sessions, and statements beside them. */
 const MIN_POOL_SIZE = 3;
@@ -35,6 +42,23 @@ export class PostgresStatementRunner {
     }
   }
 
+  /** Where the lock tables are. */
+  get tables(): LockTables {
+    return this.options.tables ?? DEFAULT_LOCK_TABLES;
+  }
+
+  /** `sql`, written for the lock tables' schema (every statement sent goes through here). */
+  sql(sql: string): string {
+    return inLockTables(sql, this.tables);
+  }
+
+  /** The statement for the lock tables' schema: its text, and the name it is prepared under. */
+  private placed(query: QueryConfig): QueryConfig {
+    if (isDefaultLockTables(this.tables)) return query;
+    const placed = { ...query, text: this.sql(query.text) };
+    return query.name === undefined ? placed : { ...placed, name: lockStatementName(query.name, this.tables) };
+  }
+
   /** Round trips repeated after a transient failure since start. */
   get retries(): number {
     return this.retryCount;
@@ -59,7 +83,7 @@ export class PostgresStatementRunner {
     { lane, ...query }: LockStatement,
   ): Promise<QueryResult<R>> {
     const { maxAttempts, initialDelayMs, maxDelayMs } = this.options.retry;
-    const timed = { ...query, query_timeout: this.options.queryTimeoutMs };
+    const timed = { ...this.placed(query), query_timeout: this.options.queryTimeoutMs };
     for (let attempt = 1; ; attempt++) {
       let sent = false;
       try {

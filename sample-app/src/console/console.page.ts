@@ -87,7 +87,7 @@ export function renderConsolePage(state: ConsoleState): string {
 <section>
   <h2>Waiters <span class="meta">(<span id="waiters-count">0</span>, every instance, in waiting order)</span></h2>
   <table id="waiters">
-    <thead><tr><th>Position</th><th>App</th><th>Locks</th><th>Waiting for</th><th>Expires in</th><th>Waiter</th></tr></thead>
+    <thead><tr><th>Position</th><th>App</th><th>Locks</th><th>Waiting for</th><th>Gives up in</th><th>Waiter</th></tr></thead>
     <tbody id="waiters-body"></tbody>
   </table>
 </section>

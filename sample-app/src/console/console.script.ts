@@ -65,7 +65,8 @@ export const CONSOLE_SCRIPT = String.raw`
   }
   function renderWaiters(waiters) {
     fill('waiters-body', waiters.map(function (w) {
-      return row([w.position, w.appId, locksText(w.locks), seconds(w.waitingForMs), seconds(w.expiresInMs), w.waiter],
+      return row([w.position, w.appId, locksText(w.locks), seconds(w.waitingForMs),
+        seconds(w.givesUpAt ? Date.parse(w.givesUpAt) - Date.now() : null), w.waiter],
         { 'data-app': w.appId });
     }), 'Nobody waits.', 6);
     byId('waiters-count').textContent = String(waiters.length);
