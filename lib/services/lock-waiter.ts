@@ -4,6 +4,8 @@ import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../erro
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
+import { FIRST_BACKOFF_MS, grantedNothing, takeLostGrant } from './lock-wait-outcome.js';
+import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
 
 /** What a wait needs. @internal */
 export interface WaitContext {
@@ -26,120 +28,12 @@ export interface WaitContext {
  */
 const LAST_CHECK_MS = 100;
 
-/**
- * After a failed attempt the next one waits at least this long, doubling with each failure in a row up to the
- * re-check interval (with jitter): when a failover drops every connection at once, the waiters of a fleet do not all
- * try again at once on a pool that is still reconnecting.
- */
-const FIRST_BACKOFF_MS = 50;
-
 /** How long the end of a wait waits for a registration still in flight, to remove its rows. */
 const CLEANUP_MS = 1000;
-
-/** A signal that never fires. */
-const NEVER = new AbortController().signal;
 
 /** The error a stopped wait rejects with: the shutdown's own, or the caller's abort. */
 function stopError(signal: AbortSignal): LockWaitAbortedError {
   return signal.reason instanceof LockShutdownError ? signal.reason : new LockWaitAbortedError(signal.reason);
-}
-
-/**
- * Settles with `{ value }` (or rejects) as `work` does, or with undefined once `until` (a `Date.now()` value) has
- * passed or `signal` has fired, whichever comes first; `work` then goes on unobserved (the caller deals with it).
- */
-function bounded<T>(work: Promise<T>, until: number, signal: AbortSignal): Promise<{ value: T } | undefined> {
-  if (signal.aborted) return Promise.resolve(undefined);
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', expire);
-    };
-    const expire = () => {
-      done();
-      resolve(undefined);
-    };
-    const timer = setTimeout(expire, Math.max(0, until - Date.now()));
-    signal.addEventListener('abort', expire);
-    work.then(
-      (value) => {
-        done();
-        resolve({ value });
-      },
-      (error: unknown) => {
-        done();
-        reject(error);
-      },
-    );
-  });
-}
-
-/** `ms` scaled by a random factor in [0.5, 1): spreads the retries of many waiters. */
-function jittered(ms: number): number {
-  return ms * (0.5 + Math.random() / 2);
-}
-
-/** Resolves after `ms`, or at once when `signal` fires. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(0, ms));
-    signal.addEventListener('abort', done);
-  });
-}
-
-/**
- * Tells whether an attempt whose answer was lost granted nothing, by looking once the database answers again: the
- * waiter's rows are still there (a grant removes them in its own commit). Asks again with back-off until `deadline`;
- * false when it could not tell by then, or the rows are gone (then it may have been granted).
- */
-async function grantedNothing(
-  context: WaitContext,
-  waiter: string,
-  deadline: number,
-  signal: AbortSignal,
-): Promise<boolean> {
-  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
-    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
-    if (signal.aborted || Date.now() >= deadline) return false;
-    try {
-      const looked = await bounded(context.store.isWaiting(waiter), deadline, signal);
-      if (looked) return looked.value;
-    } catch {
-      // The database does not answer yet: ask again.
-    }
-  }
-}
-
-/**
- * Takes the grant that an attempt sent at `since` may have got although its answer was lost (its waiter rows are gone,
- * or a registration was in flight with it): asks once the database answers, with back-off, until `deadline`. The
- * stamp (0: none landed), or undefined when it could not tell by then (a grant that lands too late is released).
- */
-async function takeLostGrant(
-  context: WaitContext,
-  since: number,
-  deadline: number,
-  signal: AbortSignal,
-): Promise<number | undefined> {
-  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
-    if (signal.aborted || Date.now() >= deadline) return undefined;
-    const looking = context.resolve(since);
-    try {
-      const looked = await bounded(looking, deadline, signal);
-      if (looked) return looked.value;
-      looking.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
-      return undefined;
-    } catch (error) {
-      if (!(error instanceof LockStoreError)) throw error;
-      // The database does not answer yet: ask again.
-    }
-    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
-  }
 }
 
 /**

@@ -1,0 +1,65 @@
+/**
+ * How a wait resolves an attempt whose answer was lost (a failover, a dropped connection): by its waiter rows, or by
+ * taking the grant that landed.
+ * @internal
+ */
+import { LockStoreError } from '../errors/index.js';
+import { bounded, jittered, sleep } from '../utils/wait-timing.util.js';
+import type { WaitContext } from './lock-waiter.js';
+
+/**
+ * After a failed attempt the next one waits at least this long, doubling with each failure in a row up to the
+ * re-check interval (with jitter): when a failover drops every connection at once, the waiters of a fleet do not all
+ * try again at once on a pool that is still reconnecting.
+ */
+export const FIRST_BACKOFF_MS = 50;
+
+/**
+ * Tells whether an attempt whose answer was lost granted nothing, by looking once the database answers again: the
+ * waiter's rows are still there (a grant removes them in its own commit). Asks again with back-off until `deadline`;
+ * false when it could not tell by then, or the rows are gone (then it may have been granted).
+ */
+export async function grantedNothing(
+  context: WaitContext,
+  waiter: string,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
+    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
+    if (signal.aborted || Date.now() >= deadline) return false;
+    try {
+      const looked = await bounded(context.store.isWaiting(waiter), deadline, signal);
+      if (looked) return looked.value;
+    } catch {
+      // The database does not answer yet: ask again.
+    }
+  }
+}
+
+/**
+ * Takes the grant that an attempt sent at `since` may have got although its answer was lost (its waiter rows are gone,
+ * or a registration was in flight with it): asks once the database answers, with back-off, until `deadline`. The
+ * stamp (0: none landed), or undefined when it could not tell by then (a grant that lands too late is released).
+ */
+export async function takeLostGrant(
+  context: WaitContext,
+  since: number,
+  deadline: number,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  for (let delay = FIRST_BACKOFF_MS; ; delay = Math.min(delay * 2, context.recheckMs)) {
+    if (signal.aborted || Date.now() >= deadline) return undefined;
+    const looking = context.resolve(since);
+    try {
+      const looked = await bounded(looking, deadline, signal);
+      if (looked) return looked.value;
+      looking.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof LockStoreError)) throw error;
+      // The database does not answer yet: ask again.
+    }
+    await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
+  }
+}
