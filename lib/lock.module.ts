@@ -2,8 +2,6 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES } from './entities/index.js';
-import { LockExplorer } from './explorer/lock.explorer.js';
-import { LockJobs } from './jobs/lock-jobs.service.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
 import type { LockModuleExtras } from './interfaces/index.js';
 import {
@@ -14,18 +12,8 @@ import {
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE } from './lock.constants.js';
-import { LockDataSources } from './services/lock-data-sources.service.js';
-import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
-import { InstanceLock } from './services/instance-lock.service.js';
-import { LockHealthCheck } from './services/lock-health.service.js';
-import { LockLeases } from './services/lock-leases.service.js';
-import { LockPermitsCache } from './services/lock-permits-cache.service.js';
-import { LockNotifications } from './services/lock-notifications.service.js';
-import { LockReaper } from './services/lock-reaper.service.js';
+import { createLockAdminProvider, createLockStoreProvider, LOCK_ENGINE_PROVIDERS } from './lock.providers.js';
 import { LockService } from './services/lock.service.js';
-import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
-import { LockedCallsTracker } from './services/locked-calls.tracker.js';
-import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
  * Named read/write locks with permits in the application's PostgreSQL, MySQL or MariaDB database.
@@ -46,22 +34,7 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [
-    resolvedOptionsProvider,
-    lockTelemetryProvider,
-    LockPermitsCache,
-    LockLeases,
-    LockedCallsTracker,
-    InstanceLock,
-    LockReaper,
-    LockNotifications,
-    LockHealthCheck,
-    LockDataSources,
-    LockService,
-    LockJobs,
-    LockTasksRegistrar,
-    LockExplorer,
-  ],
+  providers: [...LOCK_ENGINE_PROVIDERS],
   exports: [LockService, LockAdminService],
 })
 export class LockModule extends ConfigurableModuleClass {

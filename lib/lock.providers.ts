@@ -11,6 +11,21 @@ import { createLockAdminStore, createLockStore } from './store/lock-stores.facto
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
+import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
+import { LockExplorer } from './explorer/lock.explorer.js';
+import { LockJobs } from './jobs/lock-jobs.service.js';
+import { InstanceLock } from './services/instance-lock.service.js';
+import { LockAcquisitions } from './services/lock-acquisitions.service.js';
+import { LockDataSources } from './services/lock-data-sources.service.js';
+import { LockHealthCheck } from './services/lock-health.service.js';
+import { LockLeases } from './services/lock-leases.service.js';
+import { LockNotifications } from './services/lock-notifications.service.js';
+import { LockPermitsCache } from './services/lock-permits-cache.service.js';
+import { LockReaper } from './services/lock-reaper.service.js';
+import { LockService } from './services/lock.service.js';
+import { LockStartup } from './services/lock-startup.service.js';
+import { LockedCallsTracker } from './services/locked-calls.tracker.js';
+import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
 import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
 
 /** Validates the user's options once and applies the defaults. @internal */
@@ -50,3 +65,26 @@ export function createLockAdminProvider(dataSource?: string): Provider {
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockStore],
   };
 }
+
+/**
+ * The providers of the lock engine whatever its store: the module adds the store, the admin service and the
+ * DataSource they run on. @internal
+ */
+export const LOCK_ENGINE_PROVIDERS: readonly Provider[] = [
+  resolvedOptionsProvider,
+  lockTelemetryProvider,
+  LockPermitsCache,
+  LockLeases,
+  LockedCallsTracker,
+  InstanceLock,
+  LockReaper,
+  LockNotifications,
+  LockHealthCheck,
+  LockDataSources,
+  LockAcquisitions,
+  LockStartup,
+  LockService,
+  LockJobs,
+  LockTasksRegistrar,
+  LockExplorer,
+];
