@@ -3,6 +3,8 @@ export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
+export { LockTestingModule, type LockTestingModuleOptions } from './testing/lock-testing.module.js';
+export { InMemoryLockDatabase } from './store/memory/memory-lock.database.js';
 export { WithLocks, type WithLocksDecorator, type MatchesLockFunction } from './decorators/with-locks.decorator.js';
 export {
   LockHttpInterceptor,

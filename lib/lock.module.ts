@@ -12,7 +12,12 @@ import {
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE } from './lock.constants.js';
-import { createLockAdminProvider, createLockStoreProvider, LOCK_ENGINE_PROVIDERS } from './lock.providers.js';
+import {
+  createJobRunStoreProvider,
+  createLockAdminProvider,
+  createLockStoreProvider,
+  LOCK_ENGINE_PROVIDERS,
+} from './lock.providers.js';
 import { LockService } from './services/lock.service.js';
 
 /**
@@ -68,6 +73,7 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
       { provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
       createLockStoreProvider(extras.dataSource, extras.dialect ?? 'postgres'),
       createLockAdminProvider(extras.dataSource),
+      createJobRunStoreProvider(extras.dataSource),
       ...interceptor,
     ],
   };

@@ -6,6 +6,7 @@ import { RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { createJobRunStore } from './jobs/job-runs.store.factory.js';
+import { JobRunStore } from './jobs/job-runs.store.js';
 import { LockStore } from './store/lock.store.js';
 import { createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
@@ -53,6 +54,15 @@ export function createLockStoreProvider(dataSource: string | undefined, dialect:
       return createLockStore(ds, options, telemetry);
     },
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockTelemetry],
+  };
+}
+
+/** The run history of scheduled jobs over the module's DataSource, in its dialect. @internal */
+export function createJobRunStoreProvider(dataSource?: string): Provider {
+  return {
+    provide: JobRunStore,
+    useFactory: (ds: DataSource, options: ResolvedLockOptions) => createJobRunStore(ds, options),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
   };
 }
 
