@@ -243,7 +243,7 @@ export function describeLockEngineContract(target: EngineTarget): void {
     it('refuses to start a second live instance of an app id, and lets it start once the first is gone', async () => {
       const appId = name('twin');
       const first = await apps.start({ appId });
-      await expect(store.start({ appId })).rejects.toThrow(AppIdInUseError);
+      await expect(apps.start({ appId })).rejects.toThrow(AppIdInUseError); // closed after the test if it started
       await first.close();
       const again = await apps.start({ appId });
       expect(again.locks.appId).toBe(appId);
