@@ -1,4 +1,5 @@
 import { Controller, Injectable, Param, ParseIntPipe, Post, type INestApplication } from '@nestjs/common';
+import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import {
@@ -11,6 +12,7 @@ import {
   WithLocks,
 } from 'nestjs-db-locks';
 import { Gate } from '../support/gate.js';
+import { until } from '../support/until.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** The service of docs/testing.md's example. */
@@ -42,6 +44,18 @@ class LedgerService {
   @WithLocks('LEDGER_READ')
   async read(): Promise<string> {
     return 'read';
+  }
+}
+
+/** A job ticking every 200 ms, once per tick across the instances that share a database. */
+@Injectable()
+class TickJob {
+  static runs = 0;
+
+  @Interval(200)
+  @WithLocks('TICK_WRITE')
+  async tick(): Promise<void> {
+    TickJob.runs++;
   }
 }
 
@@ -154,6 +168,34 @@ describe('LockTestingModule: the real LockService over the in-memory store', () 
     } finally {
       await Promise.all([one.close(), two.close()]);
     }
+  });
+
+  it('runs scheduled ticks once across the instances of one database, with a run history', async () => {
+    const database = new InMemoryLockDatabase();
+    const refs = await Promise.all(
+      ['a', 'b'].map((appId) =>
+        Test.createTestingModule({
+          imports: [ScheduleModule.forRoot(), LockTestingModule.forRoot({ appId, database })],
+          providers: [TickJob],
+        }).compile(),
+      ),
+    );
+    for (const ref of refs) ref.useLogger(false);
+    await Promise.all(refs.map((ref) => ref.init()));
+    try {
+      await until(async () => (await refs[0]!.get(LockAdminService).getJobRuns()).filter((r) => r.outcome === 'succeeded').length >= 3);
+    } finally {
+      await Promise.all(refs.map((ref) => ref.close()));
+    }
+    const runs = await refs[1]!.get(LockAdminService).getJobRuns({ job: 'TickJob.tick' });
+    const ended = runs.filter((run) => run.outcome !== 'running');
+    // Each tick ran once, on one of the two instances; the other skipped it (busy or elsewhere).
+    expect(new Set(runs.map((run) => run.tick.getTime())).size).toBe(runs.length);
+    expect(ended.every((run) => run.outcome === 'succeeded' && ['a', 'b'].includes(run.appId ?? ''))).toBe(true);
+    expect(TickJob.runs).toBe(runs.filter((run) => run.appId !== null).length); // one execution per claimed tick
+    expect(runs.some((run) => run.skippedBusy + run.skippedElsewhere > 0)).toBe(true);
+    const [job] = await refs[0]!.get(LockAdminService).getJobs();
+    expect(job).toMatchObject({ job: 'TickJob.tick', lastSucceededAt: expect.any(Date) });
   });
 
   it('gives every module tables of its own by default', async () => {
