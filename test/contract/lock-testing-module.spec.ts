@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Controller, Injectable, Param, ParseIntPipe, Post, type INestApplication } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -196,6 +197,18 @@ describe('LockTestingModule: the real LockService over the in-memory store', () 
     expect(runs.some((run) => run.skippedBusy + run.skippedElsewhere > 0)).toBe(true);
     const [job] = await refs[0]!.get(LockAdminService).getJobs();
     expect(job).toMatchObject({ job: 'TickJob.tick', lastSucceededAt: expect.any(Date) });
+  });
+
+  it("runs under a test's fake timers: the store's operations wait for no timer", async () => {
+    const ref = await start([LockTestingModule.forRoot()], [TransferService]);
+    jest.useFakeTimers();
+    try {
+      await ref.get(TransferService).transfer(1, 2, 10);
+      const log = await ref.get(LockAdminService).getLog({ name: 'account:2' });
+      expect(log.map((entry) => entry.status)).toEqual(['RELEASED']);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('gives every module tables of its own by default', async () => {

@@ -81,7 +81,8 @@ const TABLE_KEY = (name: string, mode: ModeCode) => `${mode}\u0000${name}`;
  * const one = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ appId: 'one', database })] }).compile();
  * const two = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ appId: 'two', database })] }).compile();
  * ```
- * Its clock is `Date.now()` (leases end on it; Jest's modern fake timers move it).
+ * Its clock is `Date.now()`: leases end on it. Its operations do not depend on timers, so they also run under a
+ * test's fake timers (the module's lease renewal and a wait's re-checks do: advance them).
  * @publicApi
  */
 export class InMemoryLockDatabase {
@@ -173,8 +174,11 @@ export class InMemoryLockDatabase {
     return () => void this.listeners.delete(callbacks);
   }
 
-  /** Delivers a notification after the current "transaction", as the database does after its commit. */
+  /**
+   * Delivers a notification after the current "transaction", as the database does after its commit (a promise job,
+   * which a test's fake timers do not hold back, unlike `queueMicrotask`).
+   */
   private notify(names: readonly string[] | '*'): void {
-    for (const listener of [...this.listeners]) queueMicrotask(() => listener.freed(names));
+    for (const listener of [...this.listeners]) void Promise.resolve(names).then(listener.freed);
   }
 }

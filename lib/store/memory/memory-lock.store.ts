@@ -1,3 +1,4 @@
+import { setImmediate as nodeSetImmediate } from 'node:timers';
 import type { LockRequest } from '../../interfaces/index.js';
 import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
@@ -19,8 +20,11 @@ const isLive = (row: MemoryLogRow | undefined): row is MemoryLogRow =>
 /** How long an expired waiter row stays before the reaper deletes it (as `locking_reap` does). */
 const EXPIRED_WAITERS_KEPT_MS = 60_000;
 
-/** Lets other callers run between two statements, as a round trip to a database does. */
-const roundTrip = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/**
+ * Lets other callers run between two statements, as a round trip to a database does. Node's own `setImmediate`, not
+ * the global one: a test's fake timers must not stop the store.
+ */
+const roundTrip = (): Promise<void> => new Promise((resolve) => nodeSetImmediate(resolve));
 
 /**
  * `LockStore` over an `InMemoryLockDatabase`, for `LockTestingModule`: the decisions of the PostgreSQL functions
