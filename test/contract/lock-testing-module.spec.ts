@@ -100,6 +100,7 @@ describe('LockTestingModule: the real LockService over the in-memory store', () 
     const log = await ref.get(LockAdminService).getLog({ name: 'account:1' });
     expect(log.map((entry) => entry.status)).toEqual(['RELEASED', 'RELEASED']);
     expect(ref.get(LockService).appId).toBe('test');
+    expect(await ref.get(LockService).getHealth()).toMatchObject({ healthy: true, appIdHeld: true, schema: 'current', problems: [] });
   });
 
   it('maps lock errors to HTTP statuses as LockModule does', async () => {
