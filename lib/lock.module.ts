@@ -2,8 +2,6 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { lockEntities } from './entities/lock-entities.factory.js';
-import { LockExplorer } from './explorer/lock.explorer.js';
-import { LockJobs } from './jobs/lock-jobs.service.js';
 import { LockHttpInterceptor } from './interceptors/lock-http.interceptor.js';
 import type { LockModuleExtras } from './interfaces/index.js';
 import {
@@ -15,20 +13,15 @@ import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE, LOCK_TABLES } from './lock.constants.js';
 import { resolveLockTables } from './store/lock-tables.util.js';
-import { LockDataSources } from './services/lock-data-sources.service.js';
-import { createLockAdminProvider, createLockStoreProvider, resolvedOptionsProvider } from './lock.providers.js';
-import { InstanceLock } from './services/instance-lock.service.js';
-import { LockHealthCheck } from './services/lock-health.service.js';
-import { LockLeases } from './services/lock-leases.service.js';
-import { LockPermitsCache } from './services/lock-permits-cache.service.js';
-import { LockNotifications } from './services/lock-notifications.service.js';
-import { LockReaper } from './services/lock-reaper.service.js';
+import {
+  createJobRunStoreProvider,
+  createLockAdminProvider,
+  createLockStoreProvider,
+  LOCK_ENGINE_PROVIDERS,
+} from './lock.providers.js';
 import { LockService } from './services/lock.service.js';
-import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
-import { LockedCallsTracker } from './services/locked-calls.tracker.js';
 import { assertKnownKeys } from './utils/option-keys.util.js';
 import { MODULE_EXTRAS_KEYS, MODULE_OPTIONS_KEYS } from './utils/resolve-lock-options.util.js';
-import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 
 /**
  * Named read/write locks with permits in the application's PostgreSQL, MySQL or MariaDB database.
@@ -49,22 +42,7 @@ import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [
-    resolvedOptionsProvider,
-    lockTelemetryProvider,
-    LockPermitsCache,
-    LockLeases,
-    LockedCallsTracker,
-    InstanceLock,
-    LockReaper,
-    LockNotifications,
-    LockHealthCheck,
-    LockDataSources,
-    LockService,
-    LockJobs,
-    LockTasksRegistrar,
-    LockExplorer,
-  ],
+  providers: [...LOCK_ENGINE_PROVIDERS],
   exports: [LockService, LockAdminService],
 })
 export class LockModule extends ConfigurableModuleClass {
@@ -109,6 +87,7 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras): Dynami
       { provide: LOCK_TABLES, useValue: tables },
       createLockStoreProvider(extras.dataSource, dialect),
       createLockAdminProvider(extras.dataSource),
+      createJobRunStoreProvider(extras.dataSource),
       ...interceptor,
     ],
   };

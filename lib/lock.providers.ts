@@ -6,12 +6,28 @@ import { LOCK_TABLES, RESOLVED_LOCK_OPTIONS } from './lock.constants.js';
 import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { createJobRunStore } from './jobs/job-runs.store.factory.js';
+import { JobRunStore } from './jobs/job-runs.store.js';
 import { LockStore } from './store/lock.store.js';
 import { createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
 import { LockConfigurationError } from './errors/index.js';
 import type { LockTables } from './store/lock-tables.util.js';
 import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
+import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
+import { LockExplorer } from './explorer/lock.explorer.js';
+import { LockJobs } from './jobs/lock-jobs.service.js';
+import { InstanceLock } from './services/instance-lock.service.js';
+import { LockAcquisitions } from './services/lock-acquisitions.service.js';
+import { LockDataSources } from './services/lock-data-sources.service.js';
+import { LockHealthCheck } from './services/lock-health.service.js';
+import { LockLeases } from './services/lock-leases.service.js';
+import { LockNotifications } from './services/lock-notifications.service.js';
+import { LockPermitsCache } from './services/lock-permits-cache.service.js';
+import { LockReaper } from './services/lock-reaper.service.js';
+import { LockService } from './services/lock.service.js';
+import { LockStartup } from './services/lock-startup.service.js';
+import { LockedCallsTracker } from './services/locked-calls.tracker.js';
+import { LockTasksRegistrar } from './tasks/lock-tasks.registrar.js';
 import { resolveLockOptions, type ResolvedLockOptions } from './utils/resolve-lock-options.util.js';
 
 /** Validates the user's options once and applies the defaults. @internal */
@@ -42,6 +58,15 @@ export function createLockStoreProvider(dataSource: string | undefined, dialect:
   };
 }
 
+/** The run history of scheduled jobs over the module's DataSource, in its dialect. @internal */
+export function createJobRunStoreProvider(dataSource?: string): Provider {
+  return {
+    provide: JobRunStore,
+    useFactory: (ds: DataSource, options: ResolvedLockOptions) => createJobRunStore(ds, options),
+    inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS],
+  };
+}
+
 /** The admin service over the module's DataSource, acting as the module's `instance`. @internal */
 export function createLockAdminProvider(dataSource?: string): Provider {
   return {
@@ -56,3 +81,26 @@ export function createLockAdminProvider(dataSource?: string): Provider {
     inject: [getDataSourceToken(dataSource), RESOLVED_LOCK_OPTIONS, LockStore],
   };
 }
+
+/**
+ * The providers of the lock engine whatever its store: the module adds the store, the admin service and the
+ * DataSource they run on. @internal
+ */
+export const LOCK_ENGINE_PROVIDERS: readonly Provider[] = [
+  resolvedOptionsProvider,
+  lockTelemetryProvider,
+  LockPermitsCache,
+  LockLeases,
+  LockedCallsTracker,
+  InstanceLock,
+  LockReaper,
+  LockNotifications,
+  LockHealthCheck,
+  LockDataSources,
+  LockAcquisitions,
+  LockStartup,
+  LockService,
+  LockJobs,
+  LockTasksRegistrar,
+  LockExplorer,
+];

@@ -70,7 +70,7 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   /** Logs the decorated methods, checks their permits and DataSources, and registers the scheduled jobs' schedules. */
   async onApplicationBootstrap(): Promise<void> {
     for (const { label, lock } of this.methods) {
-      if (lock.transaction) this.dataSources.get(lock.transaction.dataSource);
+      if (lock.transaction) this.dataSources.verify(lock.transaction.dataSource);
       const specs = lock.requests?.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ') ?? 'locks from its arguments';
       this.logger.log(`@WithLocks ${label} → ${specs}${lock.transaction ? ', in a fenced transaction' : ''}`);
       for (const request of lock.requests ?? []) {

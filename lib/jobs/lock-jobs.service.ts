@@ -6,7 +6,6 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
 import {
   IllegalMonitorStateError,
   LockLostError,
@@ -15,14 +14,13 @@ import {
   LockStoreError,
   LockTablesMissingError,
 } from '../errors/index.js';
-import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
 import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import type { JobRegistration, JobRunStore, RunEnd, TickClaim } from './job-runs.store.js';
-import { createJobRunStore } from './job-runs.store.factory.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim } from './job-runs.store.js';
 import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
@@ -45,7 +43,6 @@ const PRUNE_BUDGET_SHARE = 0.5;
 export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicationShutdown {
   private static readonly byService = new WeakMap<LockService, LockJobs>();
   private readonly logger = new Logger('LockJobs');
-  private readonly store: JobRunStore;
   private closing = false;
   /** The ticks under way, so that shutdown lets them record their end before the pool closes. */
   private readonly ticks = new Set<Promise<unknown>>();
@@ -55,12 +52,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   constructor(
     private readonly service: LockService,
-    @Inject(LOCK_DATA_SOURCE) dataSource: DataSource,
+    @Inject(JobRunStore) private readonly store: JobRunStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly telemetry: LockTelemetry,
-  ) {
-    this.store = createJobRunStore(dataSource, options);
-  }
+  ) {}
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
   static of(service: LockService): LockJobs | undefined {

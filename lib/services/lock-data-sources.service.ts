@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
@@ -16,14 +16,31 @@ export class LockDataSources {
 
   constructor(
     private readonly moduleRef: ModuleRef,
-    @Inject(LOCK_DATA_SOURCE) private readonly own: DataSource,
+    /** None in `LockTestingModule` unless its `dataSource` option names one. */
+    @Optional() @Inject(LOCK_DATA_SOURCE) private readonly own?: DataSource,
   ) {}
 
   /**
+   * Checks at start-up that `name` can be looked up: a missing default DataSource (`LockTestingModule` without its
+   * `dataSource` option) is left to the calls, so that the other methods of a class stay testable.
    * @throws LockConfigurationError when no DataSource is registered under `name`.
    */
+  verify(name?: string): void {
+    if (name !== undefined || this.own) this.get(name);
+  }
+
+  /**
+   * @throws LockConfigurationError when no DataSource is registered under `name`, or when the module has none.
+   */
   get(name?: string): DataSource {
-    if (name === undefined) return this.own;
+    if (name === undefined) {
+      if (this.own) return this.own;
+      throw new LockConfigurationError(
+        '@WithLocks({ transaction }) runs its method in a transaction of a TypeORM DataSource, and LockTestingModule ' +
+          "has none: give it one (LockTestingModule.forRoot({ dataSource: 'default' }) with TypeOrmModule in the test), " +
+          'or test the method against a database (docs/testing.md)',
+      );
+    }
     let dataSource = this.named.get(name);
     if (!dataSource) {
       try {

@@ -1,26 +1,11 @@
 import { type LockGrantHandle, OwnedLockGrant } from './lock-grant.handle.js';
-import {
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationShutdown,
-  type OnModuleDestroy,
-  type OnModuleInit,
-} from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import {
-  IllegalMonitorStateError,
-  LockConfigurationError,
-  LockLostError,
-  NoFencedTransactionError,
-  LockShutdownError,
-  LockWaitAbortedError,
-} from '../errors/index.js';
+import { LockLostError, NoFencedTransactionError } from '../errors/index.js';
 import type {
   LockGrant,
   LockGrantFilter,
   LockHealth,
-  LockRequest,
   LockLogEntry,
   LockMode,
   LockPermits,
@@ -45,17 +30,15 @@ import {
 import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import { InstanceLock } from './instance-lock.service.js';
+import { LockAcquisitions } from './lock-acquisitions.service.js';
 import { LockDataSources } from './lock-data-sources.service.js';
 import { LockHealthCheck } from './lock-health.service.js';
 import { LockContext } from './lock-context.storage.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
-import { LockNotifications } from './lock-notifications.service.js';
 import { LockReaper } from './lock-reaper.service.js';
-import { LockOutcomes } from './lock-outcomes.ledger.js';
-import { waitForGroup } from './lock-waiter.js';
 import { LockServiceHost } from './lock-service.host.js';
+import { LockStartup } from './lock-startup.service.js';
 import { LockTransactionContext } from './lock-transaction.storage.js';
 import type { LockedCall, LockHolder } from './lock-scope.js';
 import { runLocked } from './locked-call.runner.js';
@@ -70,16 +53,6 @@ import { LockedCallsTracker } from './locked-calls.tracker.js';
  */
 @Injectable()
 export class LockService implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
-  private readonly logger = new Logger('LockService');
-  private granted = 0;
-  private busy = 0;
-  private released = 0;
-  /** Aborted when the application shuts down: ends every wait. */
-  private readonly closing = new AbortController();
-  /** The waits under way, so that shutdown can await their clean-up. */
-  private readonly waits = new Set<Promise<number>>();
-  /** The attempts of this service, to resolve one whose outcome is unknown. */
-  private readonly outcomes: LockOutcomes;
   /** What `@WithLocks` calls through (and the key of this service's re-entrancy context). */
   private readonly holder: LockHolder = {
     tryLocks: (locks, options) => this.tryLocks(locks, options),
@@ -95,19 +68,17 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
+    private readonly acquisitions: LockAcquisitions,
+    private readonly startup: LockStartup,
     private readonly permitsCache: LockPermitsCache,
     private readonly leases: LockLeases,
-    private readonly instanceLock: InstanceLock,
     private readonly reaper: LockReaper,
-    private readonly notifications: LockNotifications,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly health: LockHealthCheck,
     private readonly telemetry: LockTelemetry,
     private readonly dataSources: LockDataSources,
     private readonly calls: LockedCallsTracker,
-  ) {
-    this.outcomes = new LockOutcomes(store, leases, options);
-  }
+  ) {}
 
   /** The `appId` this service takes and releases locks for. */
   get appId(): string {
@@ -116,36 +87,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
 
   /**
    * Claims the `appId` (refusing to start next to a live twin), frees what it left behind in a previous life when that
-   * life is provably over, then loads the permits cache. @internal
+   * life is provably over, then loads the permits cache (`LockStartup`). @internal
    */
   async onModuleInit(): Promise<void> {
-    const problems = await this.store.checkServer();
-    if (problems.length > 0) throw new LockConfigurationError(problems.join(' '));
-    const previousLifeOver = await this.instanceLock.claim();
-    if (this.options.releaseOnStartup) await this.recoverPreviousLife(previousLifeOver);
-    await this.permitsCache.refresh();
-    const { leases, waits, store } = this;
-    this.telemetry.observe({ held: () => leases.size, waiters: () => waits.size, retries: () => store.retries });
+    await this.startup.start();
     LockServiceHost.register(this);
-  }
-
-  /**
-   * Frees the grants of this `appId`'s previous life at once when it is provably over; otherwise (its process may
-   * still run, its session having ended) leaves them to their leases: its watchdog tells it first, then a reaper.
-   */
-  private async recoverPreviousLife(provablyOver: boolean): Promise<void> {
-    if (provablyOver) {
-      const freed = await this.releaseAllLocks();
-      if (freed > 0) this.logger.warn(`Freed ${freed} lock row(s) left by a previous run of app "${this.appId}"`);
-      return;
-    }
-    const left = await this.store.listGrants({ appId: this.appId });
-    if (left.length === 0) return;
-    this.logger.warn(
-      `${left.length} grant(s) of a previous run of app "${this.appId}" are left to their leases (at most ` +
-        `${this.options.leaseMs} ms): its process cannot be proven gone from here (another machine or container, or ` +
-        'a session that ended while it ran); a reaper frees them once their leases end',
-    );
   }
 
   /**
@@ -154,8 +100,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * starts that the calls awaited at shutdown (`LockTasksRegistrar.beforeApplicationShutdown`) would not include. @internal
    */
   async onModuleDestroy(): Promise<void> {
-    this.closing.abort(new LockShutdownError());
-    await Promise.allSettled([...this.waits]);
+    await this.acquisitions.close();
   }
 
   /** @internal */
@@ -182,39 +127,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   async tryLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<number> {
     const group = parseLockGroup(locks);
     const { waitMs = 0, signal } = assertTryLocksOptions(options);
-    if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
-    // Once shutdown has begun, a new grant could outlive the DataSource: the calls under way are awaited, not this one.
-    if (this.closing.signal.aborted) throw new LockShutdownError();
-    let sentAt = 0;
-    const attempt = async (waiter?: string): Promise<number> => {
-      // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
-      if (!this.instanceLock.held) await this.instanceLock.ensure();
-      // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
-      sentAt = LockLeases.now();
-      return this.outcomes.track(this.store.tryAcquire(group, waiter));
-    };
-    // A waiter whose attempt's outcome is unknown looks for the grant it may have got (see `LockOutcomes`).
-    const resolve = async (since: number): Promise<number> => {
-      if (!this.instanceLock.held) await this.instanceLock.ensure();
-      const found = await this.outcomes.resolve(group, since);
-      if (found) sentAt = found.sentAt;
-      return found?.stamp ?? 0;
-    };
-    const trace = this.telemetry.acquiring(group, waitMs);
-    let stamp: number;
-    try {
-      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt, resolve) : await attempt();
-    } catch (error) {
-      throw trace.failed(error);
-    }
-    if (stamp > 0) {
-      this.granted++;
-      this.leases.track(stamp, sentAt);
-    } else {
-      this.busy++;
-    }
-    trace.ended(stamp);
-    return stamp;
+    return this.acquisitions.acquire(group, waitMs, signal);
   }
 
   /**
@@ -225,24 +138,6 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   async acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
     const stamp = await this.tryLocks(locks, options);
     return stamp > 0 ? new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s)) : undefined;
-  }
-
-  /** Waits for `group` (see `waitForGroup`), tracked so that shutdown ends it. */
-  private waitFor(
-    group: readonly LockRequest[],
-    waitMs: number,
-    signal: AbortSignal | undefined,
-    attempt: (waiter: string) => Promise<number>,
-    resolve: (since: number) => Promise<number>,
-  ): Promise<number> {
-    const { store, notifications } = this;
-    const context = { store, attempt, resolve, notifications, recheckMs: this.options.waitRecheckMs };
-    const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
-    const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
-    this.waits.add(waiting);
-    const forget = () => void this.waits.delete(waiting);
-    waiting.then(forget, forget);
-    return waiting;
   }
 
   /**
@@ -256,22 +151,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    */
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
-    this.leases.beginRelease(stamp);
-    const trace = this.telemetry.releasing(stamp);
-    let found: boolean;
-    try {
-      found = await this.store.release(stamp);
-    } catch (error) {
-      this.leases.releaseLater(stamp);
-      throw trace.failed(error);
-    }
-    if (!found) {
-      this.leases.lose(stamp, 'releaseLocks found it gone');
-      throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId));
-    }
-    this.leases.forget(stamp);
-    this.released++;
-    trace.ended();
+    await this.acquisitions.release(stamp);
   }
 
   /**
@@ -279,11 +159,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * module starts unless `releaseOnStartup` is false.
    * @returns the number of lock rows deleted.
    */
-  async releaseAllLocks(): Promise<number> {
-    const freed = await this.store.recover();
-    this.telemetry.recovered(freed);
-    this.leases.loseAll('releaseAllLocks freed every lock of this app');
-    return freed;
+  releaseAllLocks(): Promise<number> {
+    return this.acquisitions.releaseAll();
   }
 
   /** Whether this process still holds `stamp`, as far as its lease renewals know. */
@@ -426,11 +303,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
 
   /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */
   getHealth(): Promise<LockHealth> {
-    return this.health.check(this.waits.size);
+    return this.health.check(this.acquisitions.waiting);
   }
 
   /** Counters since start, for metrics and benchmarks. */
   getStats(): LockStats {
-    return { granted: this.granted, busy: this.busy, released: this.released, retries: this.store.retries };
+    return this.acquisitions.stats();
   }
 }

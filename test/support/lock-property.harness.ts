@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseLockGroup, type LockPermits, type LockRequest, type LockSpec } from 'nestjs-db-locks';
+import { parseLockGroup, type LockPermits, type LockRequest, type LockService, type LockSpec } from 'nestjs-db-locks';
 import { GrantChecker } from './grant-checker.js';
 import { createLockApp, type LockApp } from './lock-app.js';
 import { lockRows } from './lock-rows.js';
@@ -93,16 +93,7 @@ export async function runLockProperty(db: TestDatabase, options: PropertyRunOpti
   const worker = async (app: LockApp) => {
     while (attempts < options.attempts) {
       attempts++;
-      const specs = randomGroup(options.names);
-      const group = parseLockGroup(specs);
-      // A third of the attempts wait a little: the notification path must not change what is granted.
-      const stamp = await app.locks.tryLocks(specs, Math.random() < 0.3 ? { waitMs: 20 } : {});
-      if (stamp === 0) continue;
-      granted.set(stamp, group);
-      checker.enter(group, stamp);
-      await sleep(Math.random() * 3);
-      checker.leave(group);
-      await app.locks.releaseLocks(stamp);
+      await attemptRandomGroup(app.locks, options.names, checker, granted);
     }
   };
   try {
@@ -147,6 +138,28 @@ export async function writePermits(db: TestDatabase, permits: Record<string, Par
       }
     }
   }
+}
+
+/**
+ * One attempt of a property run's worker: a random group of `names`, taken (a third of the attempts wait a little:
+ * the notification path must not change what is granted), held a moment under `checker`'s eye, released. Every
+ * grant is recorded in `granted`.
+ */
+export async function attemptRandomGroup(
+  locks: LockService,
+  names: readonly string[],
+  checker: GrantChecker,
+  granted: Map<number, readonly LockRequest[]>,
+): Promise<void> {
+  const specs = randomGroup(names);
+  const group = parseLockGroup(specs);
+  const stamp = await locks.tryLocks(specs, Math.random() < 0.3 ? { waitMs: 20 } : {});
+  if (stamp === 0) return;
+  granted.set(stamp, group);
+  checker.enter(group, stamp);
+  await sleep(Math.random() * 3);
+  checker.leave(group);
+  await locks.releaseLocks(stamp);
 }
 
 /** One to three of `names`, each for read or for write at random. */

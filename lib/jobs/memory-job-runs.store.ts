@@ -1,0 +1,101 @@
+import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
+import type { InMemoryLockDatabase, MemoryJobRunRow } from '../store/memory/memory-lock.database.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim, type TickSource } from './job-runs.store.js';
+
+const runKey = (job: string, tick: number) => `${tick}\u0000${job}`;
+
+/** `JobRunStore` over an `InMemoryLockDatabase`: the decisions of `CLAIM_TICK` and its siblings. @internal */
+export class MemoryJobRunStore extends JobRunStore {
+  constructor(private readonly db: InMemoryLockDatabase) {
+    super();
+  }
+
+  /** A run whose grant is gone without an end recorded. */
+  private abandoned(row: MemoryJobRunRow): boolean {
+    return row.outcome === 'running' && !this.db.locks.some((lock) => lock.stamp === row.stamp);
+  }
+
+  async claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
+    const now = this.db.now();
+    const tick = 'at' in source ? source.at : Math.floor(now / source.periodMs) * source.periodMs;
+    const busy =
+      stamp === null ||
+      [...this.db.jobRuns.values()].some(
+        (row) => row.job === job && row.outcome === 'running' && row.tick !== tick && !this.abandoned(row),
+      );
+    const key = runKey(job, tick);
+    const row = this.db.jobRuns.get(key);
+    const mine = { appId, stamp, started: now, outcome: 'running' as const };
+    if (!row) {
+      this.db.jobRuns.set(key, {
+        job,
+        tick,
+        ...(busy ? { appId: null, stamp: null, started: null, outcome: 'skipped' } : mine),
+        durationMs: null,
+        error: null,
+        skippedBusy: busy ? 1 : 0,
+        skippedElsewhere: 0,
+      });
+    } else {
+      if (busy) row.skippedBusy++;
+      else if (row.outcome === 'skipped') Object.assign(row, mine);
+      else row.skippedElsewhere++;
+    }
+    const claimed = this.db.jobRuns.get(key)!;
+    const result = claimed.outcome === 'running' && claimed.stamp === stamp ? 'claimed' : busy ? 'busy' : 'elsewhere';
+    return { tick, result, dbNow: now };
+  }
+
+  async endRun(job: string, tick: number, stamp: number, end: RunEnd): Promise<void> {
+    const row = this.db.jobRuns.get(runKey(job, tick));
+    if (row?.stamp === stamp) Object.assign(row, { outcome: end.outcome, error: end.error, durationMs: Math.round(end.durationMs) });
+  }
+
+  async touchJob({ job, schedule, nextTick }: JobRegistration, succeeded: boolean): Promise<void> {
+    const row = this.db.jobs.get(job) ?? { job, schedule, nextTick: null, lastSucceeded: null };
+    row.schedule = schedule;
+    row.nextTick = nextTick ?? row.nextTick;
+    if (succeeded) row.lastSucceeded = this.db.now();
+    this.db.jobs.set(job, row);
+  }
+
+  async listRuns(query: Required<Pick<LockJobRunQuery, 'limit'>> & LockJobRunQuery): Promise<LockJobRun[]> {
+    const since = query.since?.getTime();
+    return [...this.db.jobRuns.values()]
+      .filter((row) => (query.job === undefined || row.job === query.job) && (since === undefined || row.tick >= since))
+      .sort((a, b) => b.tick - a.tick || (a.job < b.job ? -1 : a.job > b.job ? 1 : 0))
+      .slice(0, query.limit)
+      .map((row) => ({
+        job: row.job,
+        tick: new Date(row.tick),
+        outcome: this.abandoned(row) ? 'abandoned' : row.outcome,
+        appId: row.appId,
+        stamp: row.stamp,
+        startedAt: row.started === null ? null : new Date(row.started),
+        durationMs: row.durationMs,
+        error: row.error,
+        skippedBusy: row.skippedBusy,
+        skippedElsewhere: row.skippedElsewhere,
+      }));
+  }
+
+  async listJobs(): Promise<Array<Omit<LockJobInfo, 'lastRuns'>>> {
+    const now = this.db.now();
+    return [...this.db.jobs.values()]
+      .sort((a, b) => (a.job < b.job ? -1 : a.job > b.job ? 1 : 0))
+      .map((row) => ({
+        job: row.job,
+        schedule: row.schedule,
+        nextTick: row.nextTick === null ? null : new Date(row.nextTick),
+        lastSucceededAt: row.lastSucceeded === null ? null : new Date(row.lastSucceeded),
+        lastSucceededAgeSeconds: row.lastSucceeded === null ? null : (now - row.lastSucceeded) / 1000,
+      }));
+  }
+
+  async pruneRuns(retentionMs: number, limit: number): Promise<number> {
+    const before = this.db.now() - retentionMs;
+    const old = [...this.db.jobRuns].filter(([, row]) => row.tick < before && (row.outcome !== 'running' || this.abandoned(row)));
+    for (const [key] of old.slice(0, limit)) this.db.jobRuns.delete(key);
+    return Math.min(old.length, limit);
+  }
+}

@@ -1,0 +1,144 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { IllegalMonitorStateError, LockShutdownError, LockWaitAbortedError } from '../errors/index.js';
+import type { LockRequest, LockStats } from '../interfaces/index.js';
+import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { LockStore } from '../store/lock.store.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
+import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { InstanceLock } from './instance-lock.service.js';
+import { LockLeases } from './lock-leases.service.js';
+import { LockNotifications } from './lock-notifications.service.js';
+import { LockOutcomes } from './lock-outcomes.ledger.js';
+import { waitForGroup } from './lock-waiter.js';
+
+/**
+ * Grants and releases of validated groups and stamps, for `LockService`: the instance lock checked first, the lease
+ * tracked from the moment the granting statement is sent, waits tracked so that shutdown ends them, and the counters
+ * of `getStats()`.
+ * @internal
+ */
+@Injectable()
+export class LockAcquisitions {
+  private granted = 0;
+  private busy = 0;
+  private released = 0;
+  /** Aborted when the application shuts down: ends every wait. */
+  private readonly closing = new AbortController();
+  /** The waits under way, so that shutdown can await their clean-up. */
+  private readonly waits = new Set<Promise<number>>();
+  /** The attempts of this service, to resolve one whose outcome is unknown. */
+  private readonly outcomes: LockOutcomes;
+
+  constructor(
+    @Inject(LockStore) private readonly store: LockStore,
+    private readonly leases: LockLeases,
+    private readonly instanceLock: InstanceLock,
+    private readonly notifications: LockNotifications,
+    @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly telemetry: LockTelemetry,
+  ) {
+    this.outcomes = new LockOutcomes(store, leases, options);
+  }
+
+  /** How many waits are under way. */
+  get waiting(): number {
+    return this.waits.size;
+  }
+
+  /** Takes the validated `group` (see `LockService.tryLocks`), waiting up to `waitMs` when it is positive. */
+  async acquire(group: readonly LockRequest[], waitMs: number, signal: AbortSignal | undefined): Promise<number> {
+    if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
+    // Once shutdown has begun, a new grant could outlive the DataSource: the calls under way are awaited, not this one.
+    if (this.closing.signal.aborted) throw new LockShutdownError();
+    let sentAt = 0;
+    const attempt = async (waiter?: string): Promise<number> => {
+      // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
+      if (!this.instanceLock.held) await this.instanceLock.ensure();
+      // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
+      sentAt = LockLeases.now();
+      return this.outcomes.track(this.store.tryAcquire(group, waiter));
+    };
+    // A waiter whose attempt's outcome is unknown looks for the grant it may have got (see `LockOutcomes`).
+    const resolve = async (since: number): Promise<number> => {
+      if (!this.instanceLock.held) await this.instanceLock.ensure();
+      const found = await this.outcomes.resolve(group, since);
+      if (found) sentAt = found.sentAt;
+      return found?.stamp ?? 0;
+    };
+    const trace = this.telemetry.acquiring(group, waitMs);
+    let stamp: number;
+    try {
+      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt, resolve) : await attempt();
+    } catch (error) {
+      throw trace.failed(error);
+    }
+    if (stamp > 0) {
+      this.granted++;
+      this.leases.track(stamp, sentAt);
+    } else {
+      this.busy++;
+    }
+    trace.ended(stamp);
+    return stamp;
+  }
+
+  /** Waits for `group` (see `waitForGroup`), tracked so that shutdown ends it. */
+  private waitFor(
+    group: readonly LockRequest[],
+    waitMs: number,
+    signal: AbortSignal | undefined,
+    attempt: (waiter: string) => Promise<number>,
+    resolve: (since: number) => Promise<number>,
+  ): Promise<number> {
+    const { store, notifications } = this;
+    const context = { store, attempt, resolve, notifications, recheckMs: this.options.waitRecheckMs };
+    const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
+    const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
+    this.waits.add(waiting);
+    const forget = () => void this.waits.delete(waiting);
+    waiting.then(forget, forget);
+    return waiting;
+  }
+
+  /** Releases the validated `stamp` (see `LockService.releaseLocks`). */
+  async release(stamp: number): Promise<void> {
+    this.leases.beginRelease(stamp);
+    const trace = this.telemetry.releasing(stamp);
+    let found: boolean;
+    try {
+      found = await this.store.release(stamp);
+    } catch (error) {
+      this.leases.releaseLater(stamp);
+      throw trace.failed(error);
+    }
+    if (!found) {
+      this.leases.lose(stamp, 'releaseLocks found it gone');
+      throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId));
+    }
+    this.leases.forget(stamp);
+    this.released++;
+    trace.ended();
+  }
+
+  /** Frees every lock of this `appId`; every grant this process tracked is lost. Returns the lock rows freed. */
+  async releaseAll(): Promise<number> {
+    const freed = await this.store.recover();
+    this.telemetry.recovered(freed);
+    this.leases.loseAll('releaseAllLocks freed every lock of this app');
+    return freed;
+  }
+
+  /**
+   * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows; later acquisitions
+   * are refused with the same error.
+   */
+  async close(): Promise<void> {
+    this.closing.abort(new LockShutdownError());
+    await Promise.allSettled([...this.waits]);
+  }
+
+  /** Counters since start. */
+  stats(): LockStats {
+    return { granted: this.granted, busy: this.busy, released: this.released, retries: this.store.retries };
+  }
+}
