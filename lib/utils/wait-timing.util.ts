@@ -4,7 +4,7 @@
  */
 
 /** A signal that never fires. */
-export const NEVER = new AbortController().signal;
+export const NEVER: AbortSignal = new AbortController().signal;
 
 /**
  * Settles with `{ value }` (or rejects) as `work` does, or with undefined once `until` (a `Date.now()` value) has
