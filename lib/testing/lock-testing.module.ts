@@ -7,7 +7,8 @@ import { LockHttpInterceptor } from '../interceptors/lock-http.interceptor.js';
 import type { LockModuleOptions } from '../interfaces/index.js';
 import { JobRunStore } from '../jobs/job-runs.store.js';
 import { MemoryJobRunStore } from '../jobs/memory-job-runs.store.js';
-import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { LOCK_DATA_SOURCE, LOCK_TABLES, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
+import { DEFAULT_LOCK_TABLES } from '../store/lock-tables.util.js';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition.js';
 import { LOCK_ENGINE_PROVIDERS } from '../lock.providers.js';
 import { LockService } from '../services/lock.service.js';
@@ -79,6 +80,7 @@ export class LockTestingModule {
     const admin = new MemoryLockAdminStore(database);
     const providers: Provider[] = [
       { provide: LOCK_MODULE_OPTIONS, useValue: { appId: 'test', ...lockOptions } },
+      { provide: LOCK_TABLES, useValue: DEFAULT_LOCK_TABLES },
       ...LOCK_ENGINE_PROVIDERS,
       // The module's own registry for its periodic tasks: the test's @Cron methods stay unscheduled.
       SchedulerRegistry,
