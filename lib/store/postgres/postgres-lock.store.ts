@@ -20,6 +20,7 @@ import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { PostgresHotPath } from './postgres-hot-path.js';
 import { PostgresStatementRunner, type LockStatement } from './postgres-statement.runner.js';
+import { PostgresSessionSource } from './postgres-session-source.js';
 
 /**
  * `LockStore` over the application's TypeORM DataSource (PostgreSQL), straight on the DataSource's own `pg` pool. The
@@ -30,6 +31,7 @@ import { PostgresStatementRunner, type LockStatement } from './postgres-statemen
 export class PostgresLockStore extends LockStore {
   private readonly runner: PostgresStatementRunner;
   private readonly hotPath: PostgresHotPath;
+  private readonly sessions: PostgresSessionSource;
   protected readonly reports: PostgresLockAdminStore;
 
   constructor(
@@ -40,6 +42,7 @@ export class PostgresLockStore extends LockStore {
     super();
     this.runner = new PostgresStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new PostgresLockAdminStore(this.runner, dataSource);
+    this.sessions = new PostgresSessionSource(dataSource, options, this.runner);
     this.hotPath = new PostgresHotPath((operation, grants, query) => this.run(operation, grants, query), options);
   }
 
@@ -79,7 +82,7 @@ export class PostgresLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    return openListener(await this.runner.connect('listen'), callbacks);
+    return openListener(await this.sessions.connect('listen'), callbacks);
   }
 
   async recover(): Promise<number> {
@@ -139,7 +142,7 @@ export class PostgresLockStore extends LockStore {
     // another. Retrying is safe: an instance lock taken on a connection that died went with it.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await openInstanceSession(await this.runner.connect('claimAppId'), appId, instance, this.hotPath.lane);
+        return await openInstanceSession(await this.sessions.connect('claimAppId'), appId, instance, this.hotPath.lane);
       } catch (error) {
         const retry = error instanceof LockStoreError && isConnectionFailure(error.cause);
         if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);
@@ -158,8 +161,12 @@ export class PostgresLockStore extends LockStore {
     return previous.rows.length === 0 ? undefined : (previous.rows[0]?.process_key ?? null);
   }
 
-  async checkServer(): Promise<string[]> {
-    return []; // the isolation level is checked by every grant itself (a function that refuses other levels)
+  /**
+   * A transaction pooler without `directUrl`, a `directUrl` that is not a session on the same database (found once).
+   * The isolation level is checked by every grant itself (a function that refuses other levels).
+   */
+  checkServer(): Promise<string[]> {
+    return this.sessions.check();
   }
 
   async appIdHolderPid(): Promise<number | undefined> {
