@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { getDataSourceToken } from '@nestjs/typeorm';
 import {
   AppIdInUseError,
   IllegalMonitorStateError,
@@ -8,8 +9,9 @@ import {
   type LockRequest,
 } from 'nestjs-db-locks';
 import pg from 'pg';
+import type { DataSource } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { detectPoolTopology } from '../../lib/store/postgres/postgres-pooler.util.js';
+import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { GrantChecker } from '../support/grant-checker.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
@@ -121,6 +123,7 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     const permits = { defaultPermits: { read: 2, write: 1 } };
     const one = await open('one', permits);
     const two = await open('two', permits);
+    expect(poolKeepsSessions(one.app.get<DataSource>(getDataSourceToken()))).toBe(false); // statements go unnamed
     const r1 = await one.locks.tryLocks(['A_READ', 'B_WRITE']);
     expect(r1).toBeGreaterThan(0);
     const r2 = await two.locks.tryLocks(['A_READ']);
