@@ -105,6 +105,16 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
+  it('validates directUrl and pooler before touching the database, without echoing a password', async () => {
+    for (const directUrl of ['mysql://u:secret@h/db', 'not a url', 42]) {
+      const start = apps.start({ appId: 'bad', directUrl: directUrl as string });
+      await expect(start).rejects.toThrow(LockConfigurationError);
+      await expect(start).rejects.toThrow(/option directUrl must be a postgres:\/\/ connection string/);
+      await expect(start).rejects.not.toThrow(/secret/);
+    }
+    await expect(apps.start({ appId: 'bad', pooler: 'auto' as never })).rejects.toThrow(/option pooler must be/);
+  });
+
   it('refuses a directUrl that reaches the transaction pooler, or another database', async () => {
     const viaBouncer = apps.start({ appId: 'direct-pooled', directUrl: bouncer.through(db.url) });
     await expect(viaBouncer).rejects.toThrow(/directUrl reaches a pooler in transaction/);

@@ -57,8 +57,9 @@ export class PostgresSessionSource {
   private async findProblems(): Promise<string[]> {
     const pool = this.runner.pool();
     const max = (pool.options as { max?: number }).max ?? 10;
-    if (this.options.pooler === 'detect' && max < 2) {
-      return [`The lock DataSource's pool allows ${max} connection(s): raise \`extra.max\` (or poolSize) to at least 2`];
+    if (!this.options.directUrl) this.runner.assertRoomForSessions();
+    else if (this.options.pooler === 'detect' && max < 2) {
+      return [`The lock DataSource's pool allows ${max} connection: raise \`extra.max\` (or poolSize) to at least 2`];
     }
     const topology: PoolTopology =
       this.options.pooler === 'transaction' ? 'transaction' : await detectPoolTopology(pool, this.options.queryTimeoutMs);

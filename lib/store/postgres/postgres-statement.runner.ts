@@ -81,17 +81,23 @@ export class PostgresStatementRunner {
    */
   async connect(operation: string): Promise<PoolClient> {
     const pool = this.pool();
-    const max = (pool.options as { max?: number }).max ?? 10;
-    if (max < MIN_POOL_SIZE) {
-      throw new LockConfigurationError(
-        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
-          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource`,
-      );
-    }
+    this.assertRoomForSessions();
     try {
       return await pool.connect();
     } catch (error) {
       throw toLockError(error, operation, false);
+    }
+  }
+
+  /** Throws `LockConfigurationError` when the pool is too small to lend two kept sessions (see `connect`). */
+  assertRoomForSessions(): void {
+    const max = (this.pool().options as { max?: number }).max ?? 10;
+    if (max < MIN_POOL_SIZE) {
+      throw new LockConfigurationError(
+        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
+          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource, or give ` +
+          'LockModule option directUrl (the kept sessions then have a pool of their own)',
+      );
     }
   }
 
