@@ -7,7 +7,7 @@ import { exerciseEngine } from '../support/exercise-engine.js';
 import { GrantChecker } from '../support/grant-checker.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp } from '../support/lock-app.js';
-import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** Advisory locks held in the test database. */

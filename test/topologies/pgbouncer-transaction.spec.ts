@@ -15,7 +15,7 @@ import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/
 import { GrantChecker } from '../support/grant-checker.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
-import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /** Advisory locks held in the test database, with the holder's application_name. */

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+// Plain JavaScript: loaded by Jest's global setup (outside its transform) as well as by the topology specs.
+import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,20 +10,21 @@ import pg from 'pg';
 /** Where Debian's `pgbouncer` package puts its program. */
 const PGBOUNCER = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((path) => existsSync(path));
 
-/** A private PgBouncer of one test file, in front of the suite's PostgreSQL. */
-export interface PgBouncer {
-  /** `url` of a database of the suite's server, through this PgBouncer. */
-  through(url: string): string;
-  /** The version it reports, e.g. `1.18.0`. */
-  readonly version: string;
-  stop(): Promise<void>;
-}
+/**
+ * A private PgBouncer in front of the suite's PostgreSQL.
+ * @typedef {object} PgBouncer
+ * @property {(url: string) => string} through `url` (a database of the suite's server) through this PgBouncer
+ * @property {string} version the version it reports, e.g. `1.18.0`
+ * @property {number} port its TCP port on 127.0.0.1
+ * @property {() => Promise<void>} stop
+ */
 
 /**
- * Whether the PgBouncer specs run: with Debian's `pgbouncer` installed, or fail without it when `REQUIRE_PGBOUNCER=1`
- * (CI, which installs it), or skip.
+ * Whether the PgBouncer specs run: with Debian's `pgbouncer` installed; without it they are skipped, or fail when
+ * `REQUIRE_PGBOUNCER=1` (CI, which installs it).
+ * @returns {boolean}
  */
-export function pgbouncerInstalled(): boolean {
+export function pgbouncerInstalled() {
   if (PGBOUNCER) return true;
   if (process.env.REQUIRE_PGBOUNCER === '1') {
     throw new Error('REQUIRE_PGBOUNCER=1 but pgbouncer is not installed (apt-get install pgbouncer)');
@@ -31,12 +33,14 @@ export function pgbouncerInstalled(): boolean {
   return false;
 }
 
-async function freePort(): Promise<number> {
+/** @returns {Promise<number>} a TCP port that was free a moment ago */
+async function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
       server.close(() => resolve(port));
     });
   });
@@ -46,10 +50,15 @@ async function freePort(): Promise<number> {
  * Starts PgBouncer in `mode` on a port of its own, in front of the suite's PostgreSQL (`NDL_TEST_ADMIN_URL`), with a
  * wildcard database entry (any database of that server), clients trusted, the server password from its auth file, and
  * `poolSize` server connections per database and user. Resolves once it answers a query.
+ * @param {'transaction' | 'session'} mode
+ * @param {number} [poolSize]
+ * @returns {Promise<PgBouncer>}
  */
-export async function startPgBouncer(mode: 'transaction' | 'session', poolSize = 10): Promise<PgBouncer> {
+export async function startPgBouncer(mode, poolSize = 10) {
   if (!PGBOUNCER) throw new Error('pgbouncer is not installed');
-  const server = new URL(process.env.NDL_TEST_ADMIN_URL!);
+  const admin = process.env.NDL_TEST_ADMIN_URL;
+  if (!admin) throw new Error('NDL_TEST_ADMIN_URL is not set: run the tests through `npm test`');
+  const server = new URL(admin);
   const dir = mkdtempSync(join(tmpdir(), 'ndl-pgbouncer-'));
   chmodSync(dir, 0o755);
   const port = await freePort();
@@ -76,10 +85,11 @@ export async function startPgBouncer(mode: 'transaction' | 'session', poolSize =
     ].join('\n'),
     { mode: 0o644 },
   );
-  const child: ChildProcess = spawn(PGBOUNCER, [join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(PGBOUNCER, [join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr?.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
-  const through = (url: string) => {
+  child.stderr.on('data', (/** @type {Buffer} */ chunk) => (log = (log + chunk.toString()).slice(-4000)));
+  /** @param {string} url */
+  const through = (url) => {
     const target = new URL(url);
     target.hostname = '127.0.0.1';
     target.port = String(port);
@@ -94,7 +104,7 @@ export async function startPgBouncer(mode: 'transaction' | 'session', poolSize =
     rmSync(dir, { recursive: true, force: true });
   };
   for (let attempt = 0; ; attempt++) {
-    const client = new pg.Client({ connectionString: through(process.env.NDL_TEST_ADMIN_URL!) });
+    const client = new pg.Client({ connectionString: through(admin) });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -111,5 +121,5 @@ export async function startPgBouncer(mode: 'transaction' | 'session', poolSize =
     }
   }
   const version = /PgBouncer (\S+)/.exec(log)?.[1] ?? 'unknown';
-  return { through, version, stop };
+  return { through, version, port, stop };
 }
