@@ -113,6 +113,10 @@ export class PostgresSessionSource {
     const config: PoolConfig = {
       connectionString: url.toString(),
       max: DIRECT_POOL_SIZE,
+      // Its sessions are checked out for their whole life and destroyed at their end; the connections the start-up
+      // check gives back close at once instead of idling (and keeping the process alive) with no session on them.
+      idleTimeoutMillis: 1,
+      allowExitOnIdle: true,
       connectionTimeoutMillis: base.connectionTimeoutMillis,
       keepAlive: base.keepAlive,
       ...(!statesTls && base.ssl !== undefined ? { ssl: base.ssl } : {}),
