@@ -129,6 +129,14 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
+  it("runs unnamed on a direct DataSource too when told pooler: 'transaction'", async () => {
+    const told = await apps.start({ appId: 'told', pooler: 'transaction', directUrl: db.url }, false);
+    expect(poolKeepsSessions(told.app.get<DataSource>(getDataSourceToken()))).toBe(false);
+    const stamps = await Promise.all(['T1_WRITE', 'T2_WRITE', 'T3_READ'].map((lock) => told.locks.tryLocks([lock as 'T1_WRITE'])));
+    expect(stamps.every((stamp) => stamp > 0)).toBe(true);
+    for (const stamp of stamps) await told.locks.releaseLocks(stamp);
+  });
+
   it('grants and refuses read and write groups with their permits, and releases', async () => {
     const permits = { defaultPermits: { read: 2, write: 1 } };
     const one = await open('one', permits);
