@@ -115,7 +115,7 @@ function poolerOption(value: unknown): 'detect' | 'transaction' {
 
 /** A rejected option value for an error message, without the password a connection string may carry. */
 function redacted(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@')) : String(value);
+  return typeof value === 'string' ? JSON.stringify(value.replace(/\/\/([^:@/]*):[^@]*@/, '//$1:***@')) : String(value);
 }
 
 function telemetryOptions(telemetry: LockTelemetryOptions | undefined): Required<LockTelemetryOptions> {

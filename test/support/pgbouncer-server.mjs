@@ -50,7 +50,7 @@ async function freePort() {
  * Starts PgBouncer in `mode` on a port of its own, in front of the suite's PostgreSQL (`NDL_TEST_ADMIN_URL`), with a
  * wildcard database entry (any database of that server), clients trusted, the server password from its auth file, and
  * `poolSize` server connections per database and user. Resolves once it answers a query.
- * @param {'transaction' | 'session'} mode
+ * @param {'transaction' | 'session' | 'statement'} mode
  * @param {number} [poolSize]
  * @returns {Promise<PgBouncer>}
  */

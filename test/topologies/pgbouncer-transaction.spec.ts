@@ -105,12 +105,28 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
+  it('refuses a pooler in statement mode, which refuses transactions', async () => {
+    const statement = await startPgBouncer('statement', 4);
+    try {
+      const pool = new pg.Pool({ connectionString: statement.through(db.url), max: 2 });
+      pool.on('error', () => undefined);
+      expect(await detectPoolTopology(pool, 5000)).toBe('statement');
+      await pool.end();
+      const start = createLockApp(statement.through(db.url), { appId: 'statement', directUrl: db.url });
+      await expect(start).rejects.toThrow(LockConfigurationError);
+      await expect(start).rejects.toThrow(/statement mode/);
+    } finally {
+      await statement.stop();
+    }
+    expect(await advisoryLocks(db)).toEqual([]);
+  });
+
   it('validates directUrl and pooler before touching the database, without echoing a password', async () => {
-    for (const directUrl of ['mysql://u:secret@h/db', 'not a url', 42]) {
+    for (const directUrl of ['mysql://u:secret@h/db', 'mysql://u:se/cret@h/db', 'not a url', 42]) {
       const start = apps.start({ appId: 'bad', directUrl: directUrl as string });
       await expect(start).rejects.toThrow(LockConfigurationError);
       await expect(start).rejects.toThrow(/option directUrl must be a postgres:\/\/ connection string/);
-      await expect(start).rejects.not.toThrow(/secret/);
+      await expect(start).rejects.not.toThrow(/secret|se\/cret/);
     }
     await expect(apps.start({ appId: 'bad', pooler: 'auto' as never })).rejects.toThrow(/option pooler must be/);
   });
