@@ -7,7 +7,7 @@ import {
 } from '../errors/index.js';
 
 /**
- * The exit codes of `nestjs-db-locks` (documented in the README's "Command line" section).
+ * The exit codes of `nestjs-db-locks` (documented in `docs/command-line.md`).
  * @internal
  */
 export const EXIT = {

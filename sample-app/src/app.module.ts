@@ -8,6 +8,7 @@ import { SAMPLE_CONFIG, type SampleConfig } from './config/sample.config.js';
 import { ConsoleModule } from './console/console.module.js';
 import { sampleDatabaseTarget, sampleDataSourceOptions } from './database/sample-dialect.js';
 import { SAMPLE_MIGRATIONS } from './database/sample.migrations.js';
+import { HealthModule } from './health/health.module.js';
 import { LoansModule } from './loans/loans.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { Ws1Module } from './ws1/ws1.module.js';
@@ -26,8 +27,8 @@ export function lockOptionsOf(config: SampleConfig): LockModuleOptions {
 }
 
 /**
- * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002) and the lock console, on one shared
- * PostgreSQL, MySQL or MariaDB database (the scheme of `databaseUrl` picks it). Wired the way a user wires the
+ * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002), the lock console and `/health`, on one
+ * shared PostgreSQL, MySQL or MariaDB database (the scheme of `databaseUrl` picks it). Wired the way a user wires the
  * library: the application owns TypeORM and the scheduler, `LockModule` borrows both (told the dialect, which picks
  * the lock entities it registers).
  */
@@ -61,6 +62,7 @@ export class AppModule {
         LoansModule,
         ConsoleModule,
         MetricsModule,
+        HealthModule,
       ],
     };
   }

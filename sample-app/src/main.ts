@@ -1,11 +1,11 @@
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
+import { type INestApplication, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DataSource } from 'typeorm';
 import { AppModule } from './app.module.js';
 import { clusterFromEnv, sampleBanner } from './banner.js';
 import { sampleConfigFromEnv } from './config/sample.config.js';
-import { openSampleDatabase } from './database/sample-database.js';
+import { openSampleDatabase, type SampleDatabase } from './database/sample-database.js';
 import { sampleServerName } from './database/sample-dialect.js';
 import { registerSampleMetrics } from './metrics/sample-metrics.js';
 
@@ -23,20 +23,13 @@ async function main(): Promise<void> {
   const host = process.env.HOST || '127.0.0.1';
   // Before the application starts: LockModule takes its meter from the provider registered now (GET /metrics).
   registerSampleMetrics();
-  const app = await NestFactory.create(AppModule.forRoot(config), { logger: ['log', 'warn', 'error'] });
+  // return503OnClosing: once Ctrl+C is pressed, a new request is answered 503 while the calls in flight finish.
+  const app = await NestFactory.create(AppModule.forRoot(config), {
+    logger: ['log', 'warn', 'error'],
+    return503OnClosing: true,
+  });
   await app.listen(port, host);
-
-  let stopping = false;
-  const stop = async (signal: NodeJS.Signals): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    logger.log(`${signal}: closing ${config.appId}${database.started ? ', then PostgreSQL' : ''}`);
-    await app.close();
-    await database.stop();
-    process.exit(0);
-  };
-  process.once('SIGINT', (signal) => void stop(signal));
-  process.once('SIGTERM', (signal) => void stop(signal));
+  stopOnSignals(app, database, config.appId, logger);
 
   for (const note of database.notes) logger.warn(note);
   const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
@@ -52,6 +45,41 @@ async function main(): Promise<void> {
     cluster,
   });
   process.stdout.write(['', ...banner.map((line) => `  ${line}`), '', ''].join('\n'));
+}
+
+/**
+ * Ctrl+C (SIGINT) or SIGTERM drains the instance: new requests get 503, the locked calls in flight finish (their HTTP
+ * responses are sent) and release their locks, the HTTP server and the DataSource close (`app.close()`), and only then
+ * the embedded PostgreSQL this process started stops. The same signal a second time exits at once (the locks of the
+ * calls cut short come back when this app id starts again: RECOVERED in the log).
+ */
+function stopOnSignals(app: INestApplication, database: SampleDatabase, appId: string, logger: Logger): void {
+  let draining: NodeJS.Signals | undefined;
+  const stop = async (signal: NodeJS.Signals): Promise<void> => {
+    if (draining) {
+      // In a cluster an instance gets the terminal's SIGINT and its parent's SIGTERM: only a repeat forces.
+      if (signal !== draining) return;
+      logger.warn(`${signal} again: exiting now, without waiting for the calls in flight`);
+      process.exit(130);
+    }
+    draining = signal;
+    logger.log(
+      `${signal}: draining ${appId}: new requests get 503, calls in flight finish and release their locks` +
+        `${database.started ? ', then PostgreSQL stops' : ''} (${signal} again: exit now)`,
+    );
+    let code = 0;
+    try {
+      await app.close();
+      logger.log(`${appId} closed${database.started ? '; stopping PostgreSQL' : ''}`);
+    } catch (error) {
+      code = 1;
+      logger.error(`closing ${appId} failed: ${(error as Error).message}`);
+    }
+    await database.stop();
+    process.exit(code);
+  };
+  process.on('SIGINT', (signal) => void stop(signal));
+  process.on('SIGTERM', (signal) => void stop(signal));
 }
 
 main().catch((error: unknown) => {

@@ -13,7 +13,7 @@
 //                   mariadb-server) with `mysql2`, instead of PostgreSQL with `pg`.
 // The install uses `--engine-strict` (npm refuses any package whose `engines` excludes the Node.js in use) except for
 // Nest 12 on Node.js < 22: Nest 12's @nestjs/common depends on file-type 22, which declares Node.js >= 22 (npm warns
-// EBADENGINE; the README says so).
+// EBADENGINE; the README and docs/development.md say so).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,6 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import ts from 'typescript';
+import { REPO_ROOT as root, USER_DOCUMENTS as documents } from './documents.js';
 
 /**
  * Every ```ts block of the user documentation is a complete module that compiles, with TypeScript's strict settings,
@@ -8,14 +9,6 @@ import ts from 'typescript';
  * and `@nestjs/config` packages. A snippet that stops compiling after an API change fails here, named by its file
  * and line.
  */
-const root = resolve(import.meta.dirname, '../..');
-const documents = [
-  'README.md',
-  'sample-app/README.md',
-  ...readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`),
-];
 
 interface Snippet {
   /** `README.md:57`: the document and the line of the opening fence. */
@@ -92,8 +85,11 @@ describe('documentation snippets', () => {
     errors = compile();
   });
 
-  it('finds the snippets of the README', () => {
-    expect(snippets.filter((snippet) => snippet.where.startsWith('README.md:')).length).toBeGreaterThanOrEqual(4);
+  it('finds the snippets of the README (the Quick start first) and of the pages of docs/', () => {
+    const readme = snippets.filter((snippet) => snippet.document === 'README.md');
+    expect(readme.length).toBeGreaterThanOrEqual(3);
+    expect(readme[0]?.code).toContain('class AppModule');
+    expect(snippets.filter((snippet) => snippet.document.startsWith('docs/')).length).toBeGreaterThanOrEqual(10);
   });
 
   it.each(snippets.map((snippet) => [snippet.where, snippet] as const))('%s compiles', (_where, snippet) => {

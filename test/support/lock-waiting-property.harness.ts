@@ -164,7 +164,7 @@ export async function runWaitingProperty(db: TestDatabase, options: WaitingRunOp
 const RECHECK_MS = 1500;
 
 /**
- * The run of the waiting property specs. The progress bound is the one the README states ("Waiting for a group"):
+ * The run of the waiting property specs. The progress bound is the one docs/lock-semantics.md states ("Fairness, and no cycle"):
  * while nothing is held and somebody waits, the earliest waiter's group is free and it is woken by the release (or
  * the departure of a writer ahead) that cleared its way; its next attempt is granted. At worst, without any
  * notification, within `waitRecheckMs`; plus one attempt's round trip on a loaded 2-core machine.

