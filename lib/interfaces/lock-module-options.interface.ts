@@ -111,6 +111,30 @@ export interface LockModuleOptions {
    */
   queryTimeoutMs?: number;
   /**
+   * PostgreSQL only: a connection string that reaches the server **directly** (or through a pooler in session mode),
+   * like Prisma's `directUrl`. The two sessions the library keeps for the life of the instance take a connection of
+   * their own from it instead of the DataSource's pool: the app id's session advisory lock (which refuses twins) and
+   * `LISTEN` (which wakes waiters). Needed when the DataSource connects through a pooler in transaction mode
+   * (PgBouncer `pool_mode = transaction`, Supabase/Neon/Heroku "pooled" URLs, RDS Proxy): there a session lock would
+   * stay on a server connection that other clients then share, and notifications would not arrive. Without it, such a
+   * DataSource is refused at start-up with `LockConfigurationError` (see docs/poolers.md).
+   *
+   * The user, password and database it does not state are the DataSource's own, and so are its TLS options when it has
+   * no `sslmode`. At start-up it must reach the same server and database as the DataSource, and not a transaction
+   * pooler. It holds at most two connections per instance.
+   * @default undefined (the sessions come from the DataSource's pool)
+   */
+  directUrl?: string;
+  /**
+   * PostgreSQL only: what sits between the DataSource and the server. `'detect'` checks at start-up, with two pool
+   * connections, whether they share server connections between transactions (a transaction pooler) and then runs every
+   * statement on the pool unnamed; `'transaction'` declares a transaction pooler without checking (for a pooler the
+   * check cannot see, e.g. one that pins sessions only sometimes). Either way a transaction pooler needs `directUrl`.
+   * On a direct connection (or a pooler in session mode) the hot path keeps its named prepared statements.
+   * @default 'detect'
+   */
+  pooler?: 'detect' | 'transaction';
+  /**
    * Names this process in the lock log and in `pg_stat_activity`.
    * @default `${hostname}:${pid}`
    */

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { LockConfigurationError } from '../errors/index.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { LockAdminStore } from './lock-admin.store.js';
@@ -17,9 +18,13 @@ import { PostgresStatementRunner } from './postgres/postgres-statement.runner.js
  * @internal
  */
 export function createLockStore(dataSource: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry): LockStore {
-  return lockDialectOf(dataSource) === 'mysql'
-    ? new MysqlLockStore(dataSource, options, telemetry)
-    : new PostgresLockStore(dataSource, options, telemetry);
+  if (lockDialectOf(dataSource) !== 'mysql') return new PostgresLockStore(dataSource, options, telemetry);
+  if (options.directUrl !== undefined || options.pooler !== 'detect') {
+    throw new LockConfigurationError(
+      'LockModule options directUrl and pooler are for PostgreSQL: remove them from the MySQL/MariaDB configuration',
+    );
+  }
+  return new MysqlLockStore(dataSource, options, telemetry);
 }
 
 /**

@@ -25,6 +25,9 @@ export interface ResolvedLockOptions {
   readonly instance: string;
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
+  /** The direct connection string of the kept sessions (PostgreSQL), when given. */
+  readonly directUrl: string | undefined;
+  readonly pooler: 'detect' | 'transaction';
   readonly telemetry: Required<LockTelemetryOptions>;
   /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
   readonly tables: LockTables;
@@ -47,6 +50,8 @@ const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
   queryTimeoutMs: true,
   instance: true,
   asyncRelease: true,
+  directUrl: true,
+  pooler: true,
   telemetry: true,
 });
 /** Every key of `LockModuleExtras` (given to `forRoot` / `forRootAsync` themselves). @internal */
@@ -133,9 +138,42 @@ export function resolveLockOptions(
     instance,
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
+    directUrl: directUrlOption(options.directUrl),
+    pooler: poolerOption(options.pooler),
     telemetry: telemetryOptions(options.telemetry),
     tables,
   };
+}
+
+/** A `postgres://` or `postgresql://` URL (a socket folder goes in `?host=`), or undefined. */
+function directUrlOption(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = typeof value === 'string' ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+    throw new LockConfigurationError(
+      'LockModule option directUrl must be a postgres:// connection string that reaches PostgreSQL directly (or ' +
+        `through a pooler in session mode), e.g. 'postgres://user:password@db-host:5432/app' (got ${redacted(value)})`,
+    );
+  }
+  return value as string;
+}
+
+function poolerOption(value: unknown): 'detect' | 'transaction' {
+  if (value === undefined) return 'detect';
+  if (value !== 'detect' && value !== 'transaction') {
+    throw new LockConfigurationError(`LockModule option pooler must be 'detect' or 'transaction' (got ${String(value)})`);
+  }
+  return value;
+}
+
+/** A rejected option value for an error message, without the password a connection string may carry. */
+function redacted(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.replace(/\/\/([^:@/]*):[^@]*@/, '//$1:***@')) : String(value);
 }
 
 /** A nested options object (`retry`, `defaultPermits`, `telemetry`): an object of known keys, or `{}` when absent. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 import { mariadbInstalled, startPrivateMariadb } from './mariadb-server.mjs';
+import { startPgBouncer } from './pgbouncer-server.mjs';
 
 /**
  * Gives the suite a MySQL/MariaDB server for the specs of that dialect: the one in `MYSQL_URL` when set, otherwise a
@@ -38,12 +39,27 @@ export default async function globalSetup() {
   await setUpMysql(parent);
   if (process.env.DATABASE_URL) {
     process.env.NDL_TEST_ADMIN_URL = process.env.DATABASE_URL;
-    return;
+  } else {
+    const database = await startEmbeddedPostgres({
+      dataDir: join(parent, 'pg'),
+      persistent: false,
+    });
+    Object.assign(globalThis, { __ndlEmbedded: database });
+    process.env.NDL_TEST_ADMIN_URL = database.url;
   }
-  const database = await startEmbeddedPostgres({
-    dataDir: join(parent, 'pg'),
-    persistent: false,
-  });
-  Object.assign(globalThis, { __ndlEmbedded: database });
-  process.env.NDL_TEST_ADMIN_URL = database.url;
+  await setUpPgBouncer();
+}
+
+/**
+ * With `NDL_TEST_PGBOUNCER=transaction` (or `session`), a PgBouncer in that mode in front of the suite's PostgreSQL:
+ * the test applications' DataSources then go through it (`test/support/lock-app.ts`), with `directUrl` in
+ * transaction mode. `NDL_TEST_PGBOUNCER=transaction npx jest test/integration/lock-waiting.spec.ts` runs a spec so.
+ */
+async function setUpPgBouncer() {
+  const mode = process.env.NDL_TEST_PGBOUNCER;
+  if (!mode) return;
+  if (mode !== 'transaction' && mode !== 'session') throw new Error(`NDL_TEST_PGBOUNCER must be transaction or session (got ${mode})`);
+  const bouncer = await startPgBouncer(mode, 20);
+  Object.assign(globalThis, { __ndlPgBouncer: bouncer });
+  process.env.NDL_TEST_PGBOUNCER_PORT = String(bouncer.port);
 }

@@ -23,6 +23,7 @@ export interface LockApp {
  */
 export function lockAppImports(url: string, options: TestLockOptions, poolSize = 4): DynamicModule[] {
   const mysql = url.startsWith('mysql:');
+  if (!mysql) ({ url, options } = throughSuitePgBouncer(url, options));
   const entities = [...lockEntities({ schema: options.schema, tablePrefix: options.tablePrefix, dialect: mysql ? 'mysql' : 'postgres' })];
   return [
     mysql
@@ -31,6 +32,21 @@ export function lockAppImports(url: string, options: TestLockOptions, poolSize =
     ScheduleModule.forRoot(),
     LockModule.forRoot(mysql ? { dialect: 'mysql', ...options } : options),
   ];
+}
+
+/**
+ * When the suite runs through PgBouncer (`NDL_TEST_PGBOUNCER`, see global-setup.mjs): a URL of the suite's server
+ * through it, and in transaction mode `directUrl` on the server itself. Other URLs (a TCP proxy of a fault spec) and
+ * options that give `directUrl` are kept.
+ */
+function throughSuitePgBouncer(url: string, options: TestLockOptions): { url: string; options: TestLockOptions } {
+  const port = process.env.NDL_TEST_PGBOUNCER_PORT;
+  const target = new URL(url);
+  if (!port || target.port !== new URL(process.env.NDL_TEST_ADMIN_URL!).port || options.directUrl) return { url, options };
+  target.hostname = '127.0.0.1';
+  target.port = port;
+  const direct = process.env.NDL_TEST_PGBOUNCER === 'transaction' ? { directUrl: url } : {};
+  return { url: target.toString(), options: { ...direct, ...options } };
 }
 
 /** Boots one application instance (one `appId`, its own connection pool) on `url`. */

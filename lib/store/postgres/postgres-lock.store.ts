@@ -21,6 +21,7 @@ import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { PostgresHotPath } from './postgres-hot-path.js';
 import { PostgresStatementRunner, type LockStatement } from './postgres-statement.runner.js';
+import { PostgresSessionSource } from './postgres-session-source.js';
 
 /**
  * `LockStore` over the application's TypeORM DataSource (PostgreSQL), straight on the DataSource's own `pg` pool. The
@@ -31,6 +32,7 @@ import { PostgresStatementRunner, type LockStatement } from './postgres-statemen
 export class PostgresLockStore extends LockStore {
   private readonly runner: PostgresStatementRunner;
   private readonly hotPath: PostgresHotPath;
+  private readonly sessions: PostgresSessionSource;
   protected readonly reports: PostgresLockAdminStore;
 
   constructor(
@@ -41,6 +43,7 @@ export class PostgresLockStore extends LockStore {
     super();
     this.runner = new PostgresStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new PostgresLockAdminStore(this.runner, dataSource);
+    this.sessions = new PostgresSessionSource(dataSource, options, this.runner);
     this.hotPath = new PostgresHotPath((operation, grants, query) => this.run(operation, grants, query), options);
   }
 
@@ -85,7 +88,7 @@ export class PostgresLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    return openListener(await this.runner.connect('listen'), callbacks, this.options.tables);
+    return openListener(await this.sessions.connect('listen'), callbacks, this.options.tables);
   }
 
   async recover(): Promise<number> {
@@ -146,7 +149,7 @@ export class PostgresLockStore extends LockStore {
     for (let attempt = 1; ; attempt++) {
       try {
         return await openInstanceSession(
-          await this.runner.connect('claimAppId'),
+          await this.sessions.connect('claimAppId'),
           appId,
           instance,
           this.hotPath.lane,
@@ -170,8 +173,12 @@ export class PostgresLockStore extends LockStore {
     return previous.rows.length === 0 ? undefined : (previous.rows[0]?.process_key ?? null);
   }
 
-  async checkServer(): Promise<string[]> {
-    return []; // the isolation level is checked by every grant itself (a function that refuses other levels)
+  /**
+   * A transaction pooler without `directUrl`, a `directUrl` that is not a session on the same database (found once).
+   * The isolation level is checked by every grant itself (a function that refuses other levels).
+   */
+  checkServer(): Promise<string[]> {
+    return this.sessions.check();
   }
 
   async appIdHolderPid(): Promise<number | undefined> {

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
 import { lockDialectOf } from '../lock-dialect.util.js';
+import { poolKeepsSessions } from './postgres-pooler.util.js';
 import type { SessionLane } from './session-lane.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
 import {
@@ -104,17 +105,23 @@ export class PostgresStatementRunner {
    */
   async connect(operation: string): Promise<PoolClient> {
     const pool = this.pool();
-    const max = (pool.options as { max?: number }).max ?? 10;
-    if (max < MIN_POOL_SIZE) {
-      throw new LockConfigurationError(
-        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
-          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource`,
-      );
-    }
+    this.assertRoomForSessions();
     try {
       return await pool.connect();
     } catch (error) {
       throw toLockError(error, operation, false);
+    }
+  }
+
+  /** Throws `LockConfigurationError` when the pool is too small to lend two kept sessions (see `connect`). */
+  assertRoomForSessions(): void {
+    const max = (this.pool().options as { max?: number }).max ?? 10;
+    if (max < MIN_POOL_SIZE) {
+      throw new LockConfigurationError(
+        `The lock DataSource's pool allows ${max} connection(s); LockModule keeps up to 2 for itself (instance lock, ` +
+          `LISTEN) and needs at least ${MIN_POOL_SIZE}: raise \`extra.max\` (or poolSize) of the DataSource, or give ` +
+          'LockModule option directUrl (the kept sessions then have a pool of their own)',
+      );
     }
   }
 
@@ -127,13 +134,19 @@ export class PostgresStatementRunner {
     const pool = this.pool();
     const borrowed = lane?.borrow();
     const client = borrowed ?? (await pool.connect());
+    // A named prepared statement is safe on a session of its own: the lane's (a kept session: direct, or pooled in
+    // session mode) and the pool's once it is known to give sessions. Behind a transaction pooler (or before the
+    // start-up check told) the statement goes unnamed: another client's server connection may already hold the name
+    // (42P05) or this one's may not (26000), and PgBouncer before 1.21 keeps neither.
+    const named = borrowed !== undefined || poolKeepsSessions(this.dataSource);
+    const statement = named || query.name === undefined ? query : { ...query, name: undefined };
     // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
     // (shutdown, terminated backend) would emit an 'error' nobody handles, which crashes the process.
     if (!borrowed) client.on('error', ignore);
     onSent();
     let failure: unknown;
     try {
-      return await client.query<R>(query);
+      return await client.query<R>(statement);
     } catch (error) {
       failure = error;
       throw error;
@@ -149,7 +162,8 @@ export class PostgresStatementRunner {
     }
   }
 
-  private pool(): Pool {
+  /** The DataSource's own `pg` pool. */
+  pool(): Pool {
     const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
     if (!this.dataSource.isInitialized || !pool) {
       throw new LockConfigurationError('The lock DataSource is not initialized (or was destroyed)');

@@ -1,0 +1,138 @@
+import type { Pool, PoolClient, PoolConfig, QueryConfig } from 'pg';
+import type { DataSource } from 'typeorm';
+import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
+import { toLockError } from './pg-error.util.js';
+import { detectPoolTopology, recordPoolTopology, type PoolTopology } from './postgres-pooler.util.js';
+import type { PostgresStatementRunner } from './postgres-statement.runner.js';
+
+/** Connections of the direct pool: the two kept sessions, and room for one taken again while the old one closes. */
+const DIRECT_POOL_SIZE = 4;
+
+/** Where the server and database a pool reaches are told apart (the same through a pooler as directly). */
+const SERVER_IDENTITY = `SELECT current_database() AS db, pg_postmaster_start_time()::text AS started,
+  current_setting('port') AS port`;
+
+/** The `pg` module as TypeORM loaded it (the library does not import `pg` itself: it is an optional peer). */
+type PgModule = { Pool: new (config: PoolConfig) => Pool };
+
+/**
+ * Where the connections of the sessions that outlive one statement come from (the app id's instance lock, `LISTEN`):
+ * the DataSource's pool, or the pool of `directUrl`. Its start-up check finds what the DataSource's pool reaches (a
+ * transaction pooler or real sessions, recorded for the statement runners) and refuses a configuration that would put
+ * a session on a shared server connection.
+ * @internal
+ */
+export class PostgresSessionSource {
+  private direct?: Pool;
+  private checked?: Promise<string[]>;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly options: ResolvedLockOptions,
+    private readonly runner: PostgresStatementRunner,
+  ) {}
+
+  /**
+   * What keeps the sessions from being real ones, each naming what to change; empty when nothing. Found once (a
+   * failure to reach the database is thrown, and checked again next time).
+   */
+  check(): Promise<string[]> {
+    this.checked ??= this.findProblems().catch((error: unknown) => {
+      this.checked = undefined;
+      throw toLockError(error, 'checkServer', false);
+    });
+    return this.checked;
+  }
+
+  /** A connection of its own for a kept session: from `directUrl` when given, else out of the DataSource's pool. */
+  async connect(operation: string): Promise<PoolClient> {
+    if (!this.options.directUrl) return this.runner.connect(operation);
+    try {
+      return await this.directPool().connect();
+    } catch (error) {
+      throw toLockError(error, operation, false);
+    }
+  }
+
+  private async findProblems(): Promise<string[]> {
+    const pool = this.runner.pool();
+    const max = (pool.options as { max?: number }).max ?? 10;
+    if (!this.options.directUrl) this.runner.assertRoomForSessions();
+    else if (this.options.pooler === 'detect' && max < 2) {
+      return [`The lock DataSource's pool allows ${max} connection: raise \`extra.max\` (or poolSize) to at least 2`];
+    }
+    const topology: PoolTopology =
+      this.options.pooler === 'transaction' ? 'transaction' : await detectPoolTopology(pool, this.options.queryTimeoutMs);
+    recordPoolTopology(this.dataSource, topology);
+    if (topology === 'statement') {
+      return [
+        'The lock DataSource connects through a pooler in statement mode, which refuses transactions: use ' +
+          '`pool_mode = transaction` (with LockModule option directUrl) or `session` (docs/poolers.md)',
+      ];
+    }
+    if (!this.options.directUrl) {
+      if (topology === 'session') return [];
+      return [
+        `The lock DataSource connects through a transaction pooler${this.options.pooler === 'transaction' ? ' (LockModule option pooler)' : ''}: ` +
+          'its server connections are shared between transactions, so the app id lock that refuses twins and the ' +
+          'LISTEN that wakes waiters would land on connections other clients share. Set LockModule option directUrl ' +
+          'to a connection string that reaches PostgreSQL directly (or through a pooler in session mode); see docs/poolers.md',
+      ];
+    }
+    const direct = this.directPool();
+    if ((await detectPoolTopology(direct, this.options.queryTimeoutMs)) !== 'session') {
+      return [
+        'LockModule option directUrl reaches a pooler in transaction (or statement) mode: it must reach PostgreSQL ' +
+          'directly, or through a pooler in session mode (docs/poolers.md)',
+      ];
+    }
+    const [viaPool, viaDirect] = await Promise.all([identityOf(pool, this.options), identityOf(direct, this.options)]);
+    if (viaPool !== viaDirect) {
+      return [
+        `LockModule option directUrl reaches another server or database (${viaDirect}) than the lock DataSource ` +
+          `(${viaPool}): point it at the same database, directly`,
+      ];
+    }
+    return [];
+  }
+
+  /** The pool of `directUrl`: what the URL does not state (user, password, database, TLS) is the DataSource's. */
+  private directPool(): Pool {
+    if (this.direct) return this.direct;
+    const pg = (this.dataSource.driver as unknown as { postgres: PgModule }).postgres;
+    const base = this.runner.pool().options as PoolConfig;
+    const fromBaseUrl = base.connectionString ? new URL(base.connectionString) : undefined;
+    const url = new URL(this.options.directUrl!);
+    const user = base.user ?? decodeURIComponent(fromBaseUrl?.username ?? '');
+    const password = typeof base.password === 'string' ? base.password : decodeURIComponent(fromBaseUrl?.password ?? '');
+    const database = base.database ?? decodeURIComponent(fromBaseUrl?.pathname.slice(1) ?? '');
+    if (!url.username && user) url.username = encodeURIComponent(user);
+    if (!url.password && password) url.password = encodeURIComponent(password);
+    if (url.pathname.length <= 1 && database) url.pathname = `/${encodeURIComponent(database)}`;
+    const statesTls = url.searchParams.has('sslmode') || url.searchParams.has('ssl');
+    const config: PoolConfig = {
+      connectionString: url.toString(),
+      max: DIRECT_POOL_SIZE,
+      // Its sessions are checked out for their whole life and destroyed at their end; the connections the start-up
+      // check gives back close at once instead of idling (and keeping the process alive) with no session on them.
+      idleTimeoutMillis: 1,
+      allowExitOnIdle: true,
+      connectionTimeoutMillis: base.connectionTimeoutMillis,
+      keepAlive: base.keepAlive,
+      ...(!statesTls && base.ssl !== undefined ? { ssl: base.ssl } : {}),
+    };
+    const direct = new pg.Pool(config);
+    // Its connections are checked out for their whole life; one the server ends reports through its session.
+    direct.on('error', () => undefined);
+    this.direct = direct;
+    return direct;
+  }
+}
+
+/** The database and server `pool` reaches, as one string (no secrets). */
+async function identityOf(pool: Pool, options: ResolvedLockOptions): Promise<string> {
+  const query: QueryConfig & { query_timeout: number } = { text: SERVER_IDENTITY, query_timeout: options.queryTimeoutMs };
+  const result = await pool.query<{ db: string; started: string; port: string }>(query);
+  const row = result.rows[0];
+  return `database "${row?.db}" on the server started ${row?.started}, port ${row?.port}`;
+}

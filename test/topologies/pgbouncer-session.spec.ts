@@ -1,0 +1,105 @@
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { AppIdInUseError, type LockRequest } from 'nestjs-db-locks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DataSource } from 'typeorm';
+import { poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
+import { exerciseEngine } from '../support/exercise-engine.js';
+import { GrantChecker } from '../support/grant-checker.js';
+import { startDbSampler } from '../support/invariant-checker.js';
+import { createLockApp, trackApps, type LockApp } from '../support/lock-app.js';
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+/** Advisory locks held in the test database. */
+async function advisoryLocks(db: TestDatabase): Promise<unknown[]> {
+  return db.query(
+    `SELECT pid FROM pg_locks WHERE locktype = 'advisory'
+      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+  );
+}
+
+/** Attempts per concurrent client (a count, not a duration: the machine may be loaded). */
+const ATTEMPTS = 40;
+
+const run = pgbouncerInstalled() ? describe : describe.skip;
+
+run('through PgBouncer in session mode (no option needed)', () => {
+  let bouncer: PgBouncer;
+  let db: TestDatabase;
+  const apps = trackApps((appId: string, url?: string) => createLockApp(url ?? bouncer.through(db.url), { appId, waitRecheckMs: 10_000 }));
+
+  beforeAll(async () => {
+    bouncer = await startPgBouncer('session', 20);
+    db = await createTestDatabase();
+  });
+  afterEach(() => apps.closeAll());
+  // A closed session's advisory lock goes with its backend (or PgBouncer's reset of the server connection): moments
+  // after the client closed, not at once. Each test starts once the previous one's are gone.
+  beforeEach(() => until(async () => (await advisoryLocks(db)).length === 0, 5000));
+  afterAll(async () => {
+    await bouncer?.stop();
+    await db?.drop();
+  });
+
+  it('starts without directUrl, keeps named prepared statements, and runs the engine', async () => {
+    const one = await apps.start('one');
+    expect(poolKeepsSessions(one.app.get<DataSource>(getDataSourceToken()))).toBe(true);
+    await exerciseEngine(one.locks);
+    const direct = await apps.start('direct', db.url); // and directly, likewise
+    expect(poolKeepsSessions(direct.app.get<DataSource>(getDataSourceToken()))).toBe(true);
+  });
+
+  it('refuses a twin, wakes a waiter at the release, and leaves no advisory lock on a pooled connection', async () => {
+    const one = await apps.start('one');
+    const two = await apps.start('two');
+    await expect(apps.start('one')).rejects.toThrow(AppIdInUseError);
+    const held = await one.locks.tryLocks(['S_WRITE']);
+    const waiting = two.locks.tryLocks(['S_WRITE'], { waitMs: 20_000 });
+    await sleep(300);
+    const released = Date.now();
+    await one.locks.releaseLocks(held);
+    const granted = await waiting;
+    expect(granted).toBeGreaterThan(held);
+    expect(Date.now() - released).toBeLessThan(5000); // the notification, not the 10 s re-check
+    await two.locks.releaseLocks(granted);
+    expect(await advisoryLocks(db)).toHaveLength(2);
+    await apps.closeAll();
+    // PgBouncer resets a server connection its client left (server_reset_query = DISCARD ALL, the default).
+    await until(async () => (await advisoryLocks(db)).length === 0, 5000);
+    await apps.start('one');
+  });
+
+  it('never grants twice under real concurrent clients, with no error, and leaks nothing', async () => {
+    const instances = await Promise.all(['c1', 'c2'].map((appId) => apps.start(appId)));
+    const checker = new GrantChecker(() => ({ read: 1, write: 1 }));
+    const sampler = startDbSampler(db.url);
+    const errors: unknown[] = [];
+    let grants = 0;
+    const worker = async (app: LockApp, seed: number) => {
+      for (let i = seed; i < seed + ATTEMPTS; i++) {
+        const group: LockRequest[] = [{ name: `S${i % 2}`, mode: i % 3 === 0 ? 'read' : 'write' }];
+        try {
+          const stamp = await app.locks.tryLocks(group, { waitMs: i % 2 === 0 ? 200 : 0 });
+          if (stamp === 0) continue;
+          grants++;
+          checker.enter(group, stamp);
+          await sleep(1);
+          checker.leave(group);
+          await app.locks.releaseLocks(stamp);
+        } catch (error) {
+          errors.push(error);
+        }
+      }
+    };
+    await Promise.all(instances.flatMap((app, a) => [0, 1, 2].map((w) => worker(app, a * 10 + w))));
+    const report = await sampler.stop();
+    expect(errors).toEqual([]);
+    expect(checker.violations).toEqual([]);
+    expect(report.violations).toEqual([]);
+    expect(grants).toBeGreaterThan(20);
+    await apps.closeAll();
+    expect(await db.query('SELECT lock_name FROM locking')).toEqual([]);
+    expect(await db.query('SELECT 1 FROM locking_waiters')).toEqual([]);
+  });
+});
