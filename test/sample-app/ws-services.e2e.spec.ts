@@ -128,7 +128,7 @@ describe('sample app, seed 000: WS1 and WS2 sharing a database', () => {
   it('rejects a bad permits row with 400 and changes nothing', async () => {
     const zero = await call<{ message: string }>(`${a.baseUrl}/api/permits`, { name: 'WS1', mode: 'read', permits: 0 });
     expect(zero.status).toBe(400);
-    const badName = await call(`${a.baseUrl}/api/permits`, { name: 'WS 1', mode: 'read', permits: 2 });
+    const badName = await call(`${a.baseUrl}/api/permits`, { name: 'WS1 ', mode: 'read', permits: 2 }); // a trailing space
     expect(badName.status).toBe(400);
     const badMode = await call(`${a.baseUrl}/api/permits`, { name: 'WS1', mode: 'both', permits: 2 });
     expect(badMode.status).toBe(400);
