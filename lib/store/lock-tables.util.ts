@@ -107,8 +107,8 @@ export function lockStatementName(name: string, tables: LockTables): string {
   return tables.schema === undefined ? name : `${name}@${tables.schema}`;
 }
 
-/** The objects of the lock engine on PostgreSQL (tables, sequences, functions), qualified with the schema. */
-const POSTGRES_OBJECTS = [
+/** The tables both dialects share. */
+const LOCK_TABLE_NAMES = [
   'locking',
   'locking_log',
   'locking_waiters',
@@ -116,6 +116,11 @@ const POSTGRES_OBJECTS = [
   'locking_instances',
   'locking_job_run',
   'locking_job',
+];
+
+/** The objects of the lock engine on PostgreSQL (tables, sequences, functions), qualified with the schema. */
+const POSTGRES_OBJECTS = [
+  ...LOCK_TABLE_NAMES,
   'locking_stamp_seq',
   'locking_waiter_seq',
   'locking_try_acquire',
@@ -132,18 +137,7 @@ const POSTGRES_OBJECTS = [
 const POSTGRES_OBJECT = new RegExp(`\\b(${POSTGRES_OBJECTS.join('|')})\\b`, 'g');
 
 /** The tables and procedures of the lock engine on MySQL and MariaDB, prefixed. */
-const MYSQL_OBJECTS = [
-  'locking',
-  'locking_names',
-  'locking_log',
-  'locking_waiters',
-  'locking_permissions',
-  'locking_instances',
-  'locking_job_run',
-  'locking_job',
-  'locking_try_acquire',
-  'locking_release',
-];
+const MYSQL_OBJECTS = [...LOCK_TABLE_NAMES, 'locking_names', 'locking_try_acquire', 'locking_release'];
 const MYSQL_OBJECT = new RegExp(`\\b(${MYSQL_OBJECTS.join('|')})\\b`, 'g');
 /** MySQL 8 names CHECK constraints per database: two prefixes in one database need their own. */
 const MYSQL_CONSTRAINT = /\bCONSTRAINT (locking\w*)/g;

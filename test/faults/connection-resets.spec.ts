@@ -1,10 +1,8 @@
 import { LockStoreError, type LockSpec } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { watchProcess } from '../support/fault-load.js';
-import { startFaultProxy, type FaultProxy } from '../support/tcp-proxy.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { useProxiedPair } from '../support/proxied-pair.js';
 import { until } from '../support/until.js';
 import { stopLeftovers } from '../support/leftovers.js';
 
@@ -23,42 +21,22 @@ const RELEASE = '_release';
  */
 describe('connections reset or stalled in the middle of a statement', () => {
   afterEach(stopLeftovers); // a failed test must not leave its load or sampler running
-  let db: TestDatabase;
-  let proxy: FaultProxy;
-  let proxied: LockApp;
-  let direct: LockApp;
+  const pair = useProxiedPair(
+    { appId: 'proxied', leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: 0, queryTimeoutMs: QUERY_TIMEOUT_MS },
+    { appId: 'direct', reaperIntervalMs: REAPER_MS },
+  );
   const watcher = watchProcess();
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    proxy = await startFaultProxy(db.url);
-    proxied = await createLockApp(
-      proxy.via(db.url),
-      { appId: 'proxied', leaseMs: LEASE_MS, renewIntervalMs: RENEW_MS, reaperIntervalMs: 0, queryTimeoutMs: QUERY_TIMEOUT_MS },
-      6,
-    );
-    direct = await createLockApp(db.url, { appId: 'direct', reaperIntervalMs: REAPER_MS }, 6);
-  });
-  afterAll(async () => {
-    await proxied.close();
-    await direct.close();
-    await proxy.close();
-    await db.drop();
-    watcher.stop();
-  });
+  afterAll(() => watcher.stop());
   afterEach(() => expect(watcher.problems).toEqual([]));
-
-  const rowsOf = (name: string) =>
-    db.query<{ stamp: string; app_id: string }>('SELECT stamp, app_id FROM locking WHERE lock_name = $1', [name]);
   const leaseEndOf = async (stamp: string) =>
-    (await db.query<{ end: string }>('SELECT lease_expires::text AS end FROM locking_log WHERE stamp = $1', [stamp]))[0]?.end;
+    (await pair.db.query<{ end: string }>('SELECT lease_expires::text AS end FROM locking_log WHERE stamp = $1', [stamp]))[0]?.end;
 
   /** Milliseconds until the direct instance can take `name` for write (then it releases it). */
   async function timeUntilFree(name: string): Promise<number> {
     const from = performance.now();
     await until(async () => {
-      const stamp = await direct.locks.tryLocks([`${name}_WRITE`]);
-      if (stamp > 0) await direct.locks.releaseLocks(stamp);
+      const stamp = await pair.direct.locks.tryLocks([`${name}_WRITE`]);
+      if (stamp > 0) await pair.direct.locks.releaseLocks(stamp);
       return stamp > 0;
     }, LEASE_MS + REAPER_MS + 5000);
     return performance.now() - from;
@@ -72,13 +50,13 @@ describe('connections reset or stalled in the middle of a statement', () => {
   ])('an acquisition %s (%s; a group of %d): outcomeUnknown, never renewed, free within lease + reaper interval', async (fault, _what, size) => {
     const name = `AMB_${fault.replace(/-/g, '_').toUpperCase()}_${size}`;
     const group: LockSpec[] = size === 1 ? [`${name}_WRITE` as const] : [`${name}_WRITE` as const, `${name}_B_READ` as const];
-    const fired = proxy.arm(ACQUIRE, fault);
-    const error = await proxied.locks.tryLocks(group).catch((e: unknown) => e);
+    const fired = pair.proxy.arm(ACQUIRE, fault);
+    const error = await pair.proxied.locks.tryLocks(group).catch((e: unknown) => e);
     await fired;
     expect(error).toBeInstanceOf(LockStoreError);
     expect((error as LockStoreError).outcomeUnknown).toBe(true);
     // The grant exists, held by nobody the instance knows about...
-    const [row] = await rowsOf(name);
+    const [row] = await pair.rowsOf(name);
     expect(row?.app_id).toBe('proxied');
     const failedAt = performance.now();
     const leaseEnd = await leaseEndOf(row!.stamp);
@@ -91,31 +69,31 @@ describe('connections reset or stalled in the middle of a statement', () => {
     const freeAfter = performance.now() - failedAt;
     // Freed within a lease and a reaper interval of the grant, on the database clock (the test's polling, slow on a
     // loaded machine, is not counted), plus a late reaper tick.
-    const [{ held_ms: heldMs }] = await db.query<{ held_ms: number }>(
+    const [{ held_ms: heldMs }] = await pair.db.query<{ held_ms: number }>(
       'SELECT (extract(epoch FROM ended - acquired) * 1000)::float8 AS held_ms FROM locking_log WHERE stamp = $1',
       [row!.stamp],
     );
     expect(heldMs).toBeLessThan(LEASE_MS + REAPER_MS + 500);
     process.stdout.write(`fault figures: an ambiguous grant (${fault}) was free ${freeAfter.toFixed(0)} ms after the failure\n`);
-    expect((await db.query('SELECT status FROM locking_log WHERE stamp = $1', [row!.stamp]))[0]).toEqual({ status: 'REAPED' });
+    expect((await pair.db.query('SELECT status FROM locking_log WHERE stamp = $1', [row!.stamp]))[0]).toEqual({ status: 'REAPED' });
     // A single caller's statements run on the instance's own session, which the stall left running on the server
     // with the app id's lock: the instance ends that session of its own and grants again (no false "twin").
-    const again = await proxied.locks.tryLocks(group);
+    const again = await pair.proxied.locks.tryLocks(group);
     expect(again).toBeGreaterThan(0);
-    await proxied.locks.releaseLocks(again);
+    await pair.proxied.locks.releaseLocks(again);
   });
 
   it('an acquisition reset before it reached the server: outcomeUnknown (the client cannot tell), nothing granted', async () => {
-    const fired = proxy.arm(ACQUIRE, 'reset-before');
-    const error = await proxied.locks.tryLocks(['NEVER_WRITE']).catch((e: unknown) => e);
+    const fired = pair.proxy.arm(ACQUIRE, 'reset-before');
+    const error = await pair.proxied.locks.tryLocks(['NEVER_WRITE']).catch((e: unknown) => e);
     await fired;
     expect(error).toBeInstanceOf(LockStoreError);
     expect((error as LockStoreError).outcomeUnknown).toBe(true);
-    expect(await rowsOf('NEVER')).toEqual([]);
+    expect(await pair.rowsOf('NEVER')).toEqual([]);
     // The instance goes on granting (its own session may have been the one reset: it takes its app id back).
-    const stamp = await proxied.locks.tryLocks(['NEVER_WRITE']);
+    const stamp = await pair.proxied.locks.tryLocks(['NEVER_WRITE']);
     expect(stamp).toBeGreaterThan(0);
-    await proxied.locks.releaseLocks(stamp);
+    await pair.proxied.locks.releaseLocks(stamp);
   });
 
   it.each([
@@ -124,17 +102,17 @@ describe('connections reset or stalled in the middle of a statement', () => {
     ['stall', 'released, no answer within queryTimeoutMs'] as const,
   ])('a release %s (%s): releaseLocks throws, the grant is not renewed, and it is freed in the background', async (fault, _what) => {
     const name = `REL_${fault.replace(/-/g, '_').toUpperCase()}`;
-    const stamp = await proxied.locks.tryLocks([`${name}_WRITE`]);
-    const fired = proxy.arm(RELEASE, fault);
+    const stamp = await pair.proxied.locks.tryLocks([`${name}_WRITE`]);
+    const fired = pair.proxy.arm(RELEASE, fault);
     const failedAt = performance.now();
-    const error = await proxied.locks.releaseLocks(stamp).catch((e: unknown) => e);
+    const error = await pair.proxied.locks.releaseLocks(stamp).catch((e: unknown) => e);
     await fired;
     expect(error).toBeInstanceOf(LockStoreError);
-    expect(proxied.locks.isHeld(stamp)).toBe(false);
+    expect(pair.proxied.locks.isHeld(stamp)).toBe(false);
     // Released again on the next renewal ticks (or already released by the statement whose answer was lost).
-    await until(async () => (await rowsOf(name)).length === 0, 2 * RENEW_MS + 2000);
+    await until(async () => (await pair.rowsOf(name)).length === 0, 2 * RENEW_MS + 2000);
     const freedMs = performance.now() - failedAt;
-    const [log] = await db.query<{ status: string; version: number }>(
+    const [log] = await pair.db.query<{ status: string; version: number }>(
       'SELECT status, version FROM locking_log WHERE stamp = $1',
       [stamp],
     );

@@ -1,12 +1,12 @@
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { AppIdInUseError, type LockRequest } from 'nestjs-db-locks';
+import { AppIdInUseError } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
 import { poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { exerciseEngine } from '../support/exercise-engine.js';
-import { GrantChecker } from '../support/grant-checker.js';
+import { runCheckedWorkers } from '../support/checked-workers.js';
 import { startDbSampler } from '../support/invariant-checker.js';
-import { createLockApp, trackApps, type LockApp } from '../support/lock-app.js';
+import { createLockApp, trackApps } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -72,30 +72,16 @@ run('through PgBouncer in session mode (no option needed)', () => {
 
   it('never grants twice under real concurrent clients, with no error, and leaks nothing', async () => {
     const instances = await Promise.all(['c1', 'c2'].map((appId) => apps.start(appId)));
-    const checker = new GrantChecker(() => ({ read: 1, write: 1 }));
     const sampler = startDbSampler(db.url);
-    const errors: unknown[] = [];
-    let grants = 0;
-    const worker = async (app: LockApp, seed: number) => {
-      for (let i = seed; i < seed + ATTEMPTS; i++) {
-        const group: LockRequest[] = [{ name: `S${i % 2}`, mode: i % 3 === 0 ? 'read' : 'write' }];
-        try {
-          const stamp = await app.locks.tryLocks(group, { waitMs: i % 2 === 0 ? 200 : 0 });
-          if (stamp === 0) continue;
-          grants++;
-          checker.enter(group, stamp);
-          await sleep(1);
-          checker.leave(group);
-          await app.locks.releaseLocks(stamp);
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-    };
-    await Promise.all(instances.flatMap((app, a) => [0, 1, 2].map((w) => worker(app, a * 10 + w))));
+    const { grants, errors, violations } = await runCheckedWorkers(instances, {
+      workers: 3,
+      attempts: ATTEMPTS,
+      group: (i) => [{ name: `S${i % 2}`, mode: i % 3 === 0 ? 'read' : 'write' }],
+      waitMs: (i) => (i % 2 === 0 ? 200 : 0),
+    });
     const report = await sampler.stop();
     expect(errors).toEqual([]);
-    expect(checker.violations).toEqual([]);
+    expect(violations).toEqual([]);
     expect(report.violations).toEqual([]);
     expect(grants).toBeGreaterThan(20);
     await apps.closeAll();

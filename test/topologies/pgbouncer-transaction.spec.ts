@@ -6,13 +6,12 @@ import {
   LockConfigurationError,
   LockService,
   WithLocks,
-  type LockRequest,
 } from 'nestjs-db-locks';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
-import { GrantChecker } from '../support/grant-checker.js';
+import { runCheckedWorkers } from '../support/checked-workers.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
@@ -225,33 +224,19 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
 
   it('never grants twice, under real concurrent clients, and leaks nothing', async () => {
     const instances = await Promise.all(['c1', 'c2', 'c3'].map((appId) => open(appId, { waitRecheckMs: 200 })));
-    const checker = new GrantChecker(() => ({ read: 1, write: 1 }));
     const sampler = startDbSampler(db.url);
-    const errors: unknown[] = [];
-    let grants = 0;
-    const worker = async (app: LockApp, seed: number) => {
-      for (let i = seed; i < seed + ATTEMPTS; i++) {
-        const group: LockRequest[] = [
-          { name: `K${i % 3}`, mode: i % 4 === 0 ? 'read' : 'write' },
-          { name: `K${(i + 1) % 3}`, mode: 'read' },
-        ];
-        try {
-          const stamp = await app.locks.tryLocks(group, { waitMs: i % 2 === 0 ? 300 : 0 });
-          if (stamp === 0) continue;
-          grants++;
-          checker.enter(group, stamp);
-          await sleep(1);
-          checker.leave(group);
-          await app.locks.releaseLocks(stamp);
-        } catch (error) {
-          errors.push(error);
-        }
-      }
-    };
-    await Promise.all(instances.flatMap((app, a) => [0, 1, 2, 3].map((w) => worker(app, a * 10 + w))));
+    const { grants, errors, violations } = await runCheckedWorkers(instances, {
+      workers: 4,
+      attempts: ATTEMPTS,
+      group: (i) => [
+        { name: `K${i % 3}`, mode: i % 4 === 0 ? 'read' : 'write' },
+        { name: `K${(i + 1) % 3}`, mode: 'read' },
+      ],
+      waitMs: (i) => (i % 2 === 0 ? 300 : 0),
+    });
     const report = await sampler.stop();
     expect(errors).toEqual([]);
-    expect(checker.violations).toEqual([]);
+    expect(violations).toEqual([]);
     expect(report.violations).toEqual([]);
     expect(report.samples).toBeGreaterThan(0);
     expect(grants).toBeGreaterThan(20);
