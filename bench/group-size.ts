@@ -1,8 +1,12 @@
 // The cost of a group's size: one client takes and releases a group of k write locks on free names, for k = 1 … 32,
 // in interleaved rounds (the order of the sizes rotates each round). The target is on the latency of acquire +
-// release of 32 locks against 1, judged on the median of the per-round ratios of median latencies.
+// release of 32 locks against 1, judged on the median of the per-round ratios of median latencies. Beside the
+// library, in the same rounds, the bare SQL of each group's rows (its k lock rows and its log row in one autocommitted
+// statement, released like the library): what a group of that size costs before any check, so that the library's
+// ratio can be read against the ratio of its own rows.
 import { performance } from 'node:perf_hooks';
 import { LockService, type LockSpec } from 'nestjs-db-locks';
+import pg from 'pg';
 import type { BenchDatabase } from './bench-database.js';
 import { bootApplication } from './contenders/library.contender.js';
 import type { TargetResult } from './report.js';
@@ -11,64 +15,127 @@ import { percentile, spreadOf } from './stats.js';
 /** The group sizes measured. */
 export const GROUP_SIZES = [1, 2, 4, 8, 16, 32] as const;
 
+/** A ratio to the group of 1: median of the per-round ratios, and their range. */
+export interface RatioSpread {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+}
+
 /** One size's result. */
 export interface GroupSizeRow {
   readonly size: number;
   /** Median of the per-round median latencies of acquire + release, ms. */
   readonly medianMs: number;
-  /** Median of the per-round ratios to the group of 1. */
-  readonly ratio: number;
-  readonly minRatio: number;
-  readonly maxRatio: number;
+  /** The library's ratio to its group of 1. */
+  readonly ratio: RatioSpread;
+  /** The same for the bare SQL of the group's rows. */
+  readonly bareMedianMs: number;
+  readonly bareRatio: RatioSpread;
 }
 
-const ROUNDS = 7;
+const ROUNDS = 9;
 const SLICE_MS = 1000;
 
-/** Measures every size in `ROUNDS` interleaved rounds on one application. */
+/**
+ * The rows a grant of the group `$1` (names; `$3` their modes) writes, as bare SQL: a stamp from the library's
+ * sequence, one lock row per name and the log row, in one autocommitted statement (as `bare-rows.contender.ts` does
+ * for one lock).
+ */
+const INSERT_GROUP_ROWS = {
+  name: 'bench_group_rows',
+  text: `WITH s AS (SELECT nextval('locking_stamp_seq') AS stamp),
+              l AS (INSERT INTO locking (lock_name, mode, app_id, stamp)
+                    SELECT r.name, r.mode, $2, s.stamp FROM s, unnest($1::text[], $3::text[]) AS r(name, mode))
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+         SELECT stamp, $2, $2, $1::text[], $3::char(1)[], 'ACQUIRED', now() + interval '30 seconds' FROM s
+         RETURNING stamp`,
+};
+
+const RELEASE_GROUP_ROWS = { name: 'bench_group_rows_release', text: 'SELECT bench_rows_release_async($1, true)' };
+
+/** One way of taking a group: the library, or its bare rows. */
+type TakeGroup = (size: number) => Promise<void>;
+
+function libraryTaker(locks: LockService): TakeGroup {
+  const groups = new Map<number, LockSpec[]>(
+    GROUP_SIZES.map((size) => [size, Array.from({ length: size }, (_, i) => `GROUP${size}_${i}_WRITE` as LockSpec)]),
+  );
+  return async (size) => {
+    const stamp = await locks.tryLocks(groups.get(size) ?? []);
+    if (stamp === 0) throw new Error('group sizes: a free group was refused');
+    await locks.releaseLocks(stamp);
+  };
+}
+
+function bareRowsTaker(client: pg.Client): TakeGroup {
+  const names = new Map<number, string[]>(GROUP_SIZES.map((size) => [size, Array.from({ length: size }, (_, i) => `BARE${size}_${i}`)]));
+  return async (size) => {
+    const group = names.get(size) ?? [];
+    const { rows } = await client.query<{ stamp: string }>({
+      ...INSERT_GROUP_ROWS,
+      values: [group, 'bench-groups-bare', group.map(() => 'W')],
+    });
+    await client.query({ ...RELEASE_GROUP_ROWS, values: [rows[0]?.stamp] });
+  };
+}
+
+/** Per-round median latencies (ms) of `take` for every size, one slice per size and taker, interleaved. */
+async function measureRounds(database: BenchDatabase, takers: readonly TakeGroup[]): Promise<number[][][]> {
+  const medians = takers.map(() => GROUP_SIZES.map((): number[] => []));
+  for (const take of takers) for (const size of GROUP_SIZES) for (let i = 0; i < 50; i++) await take(size); // warm-up
+  const slices = takers.flatMap((_, taker) => GROUP_SIZES.map((__, index) => ({ taker, index })));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let position = 0; position < slices.length; position++) {
+      const slice = slices[(round + position) % slices.length];
+      const take = slice && takers[slice.taker];
+      const size = slice && GROUP_SIZES[slice.index];
+      if (!take || size === undefined) continue;
+      await database.vacuum();
+      const latencies: number[] = [];
+      const end = performance.now() + SLICE_MS;
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        await take(size);
+        latencies.push(performance.now() - t0);
+      }
+      medians[slice.taker]?.[slice.index]?.push(percentile(latencies.sort((a, b) => a - b), 50));
+    }
+    process.stderr.write(`group sizes round ${round + 1}/${ROUNDS}\n`);
+  }
+  return medians;
+}
+
+/** Each size's ratios to the group of 1, round by round. */
+function ratiosTo1(medians: readonly number[][]): RatioSpread[] {
+  const base = medians[0] ?? [];
+  return medians.map((own) => {
+    const spread = spreadOf(own.map((m, round) => m / (base[round] ?? Number.NaN)));
+    return { median: spread.median, min: spread.min, max: spread.max };
+  });
+}
+
+/** Measures every size in `ROUNDS` interleaved rounds, for the library (one application) and for its bare rows. */
 export async function measureGroupSizes(database: BenchDatabase): Promise<GroupSizeRow[]> {
   const app = await bootApplication(database.url, 'bench-groups');
+  const client = new pg.Client({ connectionString: database.url });
   try {
-    const locks = app.get(LockService);
-    const groups = GROUP_SIZES.map((size) =>
-      Array.from({ length: size }, (_, i) => `GROUP${size}_${i}_WRITE` as LockSpec),
-    );
-    const once = async (group: readonly LockSpec[]) => {
-      const stamp = await locks.tryLocks(group);
-      if (stamp === 0) throw new Error('group sizes: a free group was refused');
-      await locks.releaseLocks(stamp);
-    };
-    for (const group of groups) for (let i = 0; i < 50; i++) await once(group); // warm-up: plans, pages, JIT
-    const medians: number[][] = GROUP_SIZES.map(() => []);
-    for (let round = 0; round < ROUNDS; round++) {
-      for (let position = 0; position < groups.length; position++) {
-        const index = (round + position) % groups.length;
-        const group = groups[index] ?? [];
-        await database.vacuum();
-        const latencies: number[] = [];
-        const end = performance.now() + SLICE_MS;
-        while (performance.now() < end) {
-          const t0 = performance.now();
-          await once(group);
-          latencies.push(performance.now() - t0);
-        }
-        medians[index]?.push(percentile(latencies.sort((a, b) => a - b), 50));
-      }
-      process.stderr.write(`group sizes round ${round + 1}/${ROUNDS}\n`);
-    }
-    const base = medians[0] ?? [];
-    return GROUP_SIZES.map((size, index) => {
-      const own = medians[index] ?? [];
-      const ratios = spreadOf(own.map((m, round) => m / (base[round] ?? Number.NaN)));
-      return {
-        size,
-        medianMs: spreadOf(own).median,
-        ratio: ratios.median,
-        minRatio: ratios.min,
-        maxRatio: ratios.max,
-      };
-    });
+    await client.connect();
+    const [library = [], bare = []] = await measureRounds(database, [
+      libraryTaker(app.get(LockService)),
+      bareRowsTaker(client),
+    ]);
+    const libraryRatios = ratiosTo1(library);
+    const bareRatios = ratiosTo1(bare);
+    return GROUP_SIZES.map((size, index) => ({
+      size,
+      medianMs: spreadOf(library[index] ?? []).median,
+      ratio: libraryRatios[index] ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN },
+      bareMedianMs: spreadOf(bare[index] ?? []).median,
+      bareRatio: bareRatios[index] ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN },
+    }));
   } finally {
+    await client.end().catch(() => undefined);
     await app.close();
   }
 }
@@ -76,26 +143,35 @@ export async function measureGroupSizes(database: BenchDatabase): Promise<GroupS
 /** The target: a group of 32 costs at most 1.5 × a group of 1. */
 export function groupSizeTarget(rows: readonly GroupSizeRow[]): TargetResult {
   const largest = rows.find((row) => row.size === 32);
-  const ratio = largest?.ratio ?? Number.NaN;
+  const ratio = largest?.ratio.median ?? Number.NaN;
   return {
     label: 'group of 32 / group of 1 (latency)',
     value: `${ratio.toFixed(3)} x`,
     target: '<= 1.50 x',
     met: ratio <= 1.5,
-    detail: `rounds ${largest?.minRatio.toFixed(3)}–${largest?.maxRatio.toFixed(3)}`,
+    detail:
+      `rounds ${largest?.ratio.min.toFixed(3)}–${largest?.ratio.max.toFixed(3)}; ` +
+      `its bare rows alone: ${largest?.bareRatio.median.toFixed(3)} x`,
   };
 }
 
+const cell = (value: number, width: number, digits = 3): string =>
+  (Number.isFinite(value) ? value.toFixed(digits) : 'n/a').padStart(width);
+
 /** The group-size table. */
 export function formatGroupSizes(rows: readonly GroupSizeRow[]): string[] {
+  const spread = (r: RatioSpread): string => `${r.min.toFixed(2)}–${r.max.toFixed(2)}`.padStart(9);
   return [
-    `Group size (1 client, acquire + release of k write locks; ${ROUNDS} interleaved rounds of ${SLICE_MS / 1000} s per size):`,
+    `Group size (1 client, acquire + release of k write locks; ${ROUNDS} interleaved rounds of ${SLICE_MS / 1000} s per ` +
+      'size; "bare rows": the group\'s k lock rows and its log row as bare SQL, in the same rounds):',
     '',
-    '| locks in the group | median ms | × group of 1 (median of rounds) | rounds |',
-    '|-------------------:|----------:|--------------------------------:|-------:|',
+    '| locks | library ms | × group of 1 |    rounds | bare rows ms | × group of 1 |    rounds | library / bare rows |',
+    '|------:|-----------:|-------------:|----------:|-------------:|-------------:|----------:|--------------------:|',
     ...rows.map(
       (r) =>
-        `| ${String(r.size).padStart(18)} | ${r.medianMs.toFixed(3).padStart(9)} | ${r.ratio.toFixed(3).padStart(31)} | ${`${r.minRatio.toFixed(2)}–${r.maxRatio.toFixed(2)}`.padStart(6)} |`,
+        `| ${String(r.size).padStart(5)} | ${cell(r.medianMs, 10)} | ${cell(r.ratio.median, 12)} | ${spread(r.ratio)} | ` +
+        `${cell(r.bareMedianMs, 12)} | ${cell(r.bareRatio.median, 12)} | ${spread(r.bareRatio)} | ` +
+        `${cell(r.medianMs / r.bareMedianMs, 19)} |`,
     ),
   ];
 }

@@ -104,11 +104,18 @@ export function retryShare(label: string, library: Measurement | undefined, max:
 export function evaluateTargets(measurements: readonly Measurement[]): TargetResult[] {
   const library = (w: string): Measurement | undefined => find(measurements, w, 'library');
   return [
-    ratio('W1 library / durable floor (async delete)', library('W1'), find(measurements, 'W1', 'floor-async'), 0.9),
+    // W1 is judged against the grant's own two durable rows as bare SQL (issue 30): the one-row floor cannot be
+    // reached by a lock that commits a lock row and a leased log row; its ratio stays in the informative lines.
+    ratio('W1 library / bare SQL: lock row + log row', library('W1'), find(measurements, 'W1', 'rows-lock-log'), 0.95),
     ratio('W3 library / durable floor (async delete)', library('W3'), find(measurements, 'W3', 'floor-async'), 1),
     ratio('W2 library / pg advisory locks', library('W2'), find(measurements, 'W2', 'advisory'), 0.6),
     ratio('W2 library / seed algorithm', library('W2'), find(measurements, 'W2', 'seed'), 4),
     retryShare('W1 library retries / attempts', library('W1'), 0.01),
+    ...['W1', 'W2', 'W3'].flatMap((w) => {
+      const baseline = find(measurements, w, 'library-baseline');
+      // With BENCH_BASELINE: the code before a change, in the same rounds; the change may cost at most 3 %.
+      return baseline ? [ratio(`${w} library / ${baseline.contender}`, library(w), baseline, 0.97)] : [];
+    }),
     retryShare('W2 library retries / attempts', library('W2'), 0.01),
   ];
 }
@@ -118,7 +125,7 @@ export function informativeRatios(measurements: readonly Measurement[]): string[
   const lines: string[] = [];
   for (const workload of ['W1', 'W2', 'W3']) {
     const library = find(measurements, workload, 'library');
-    for (const id of ['floor-sync', 'floor-async', 'advisory', 'seed'] as const) {
+    for (const id of ['floor-sync', 'floor-async', 'rows-lock', 'advisory', 'seed'] as const) {
       const other = find(measurements, workload, id);
       if (!library || !other) continue;
       const { aggregate, perRound } = ratioOf(library, other);

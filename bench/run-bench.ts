@@ -5,10 +5,14 @@
 // OpenTelemetry SDK registered, interleaved the same way. Last, once the PostgreSQL server is gone, the MariaDB rows
 // (mysql-bench.ts). BENCH_STRICT=1 exits 1 when a target is missed; BENCH_ONLY=telemetry measures the telemetry rows
 // alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone.
+// BENCH_BASELINE=<another checkout, built> adds that checkout's library to W1, W2 and W3, in the same rounds, with a
+// target: within 3 % of it (a change must not cost the hot path).
 import 'reflect-metadata';
 import { type BenchDatabase, openBenchDatabase } from './bench-database.js';
 import { advisoryContender } from './contenders/advisory.contender.js';
 import type { Contender } from './contenders/contender.js';
+import { bareRowsContender } from './contenders/bare-rows.contender.js';
+import { baselineContender } from './contenders/baseline.contender.js';
 import { floorContender } from './contenders/floor.contender.js';
 import { libraryContender } from './contenders/library.contender.js';
 import { seedContender } from './contenders/seed.contender.js';
@@ -20,6 +24,7 @@ import {
   type BenchPlan,
   evaluateTargets,
   formatMachine,
+  type TargetResult,
   formatTable,
   formatTargets,
   informativeRatios,
@@ -34,7 +39,7 @@ import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './t
 import { breakdownContenders, formatBreakdown } from './w1-breakdown.js';
 import { measureServerTime } from './w1-server-time.js';
 import type { Measurement } from './stats.js';
-import { W1, W2, WORKLOADS } from './workloads.js';
+import { W1, W2, type Workload, WORKLOADS } from './workloads.js';
 
 /** Unmeasured start of every slice: fresh connections, prepared statements, JIT. */
 const WARMUP_MS = 300;
@@ -56,34 +61,82 @@ function benchPlan(): BenchPlan {
   return { seconds, rounds, sliceSeconds: seconds / rounds, warmupMs: WARMUP_MS, checkpoints: true };
 }
 
-/** The contenders, in their base order (floors, library, advisory, seed); each round rotates it by one. */
-function contendersFor(url: string): Contender[] {
+/**
+ * The contenders of `workload`, in their base order (floors, on W1 the bare rows of a grant, library, advisory, seed);
+ * each round rotates it by one. W1 measures the bare rows in the same rounds as the library: its target is judged
+ * against them, and the breakdown of its time is read from the same measurements.
+ */
+function contendersFor(url: string, workload: Workload): Contender[] {
   return [
     floorContender(url, false),
     floorContender(url, true),
+    ...(workload === W1 ? [bareRowsContender(url, false), bareRowsContender(url, true)] : []),
     libraryContender(url),
+    ...(process.env.BENCH_BASELINE ? [baselineContender(url, process.env.BENCH_BASELINE)] : []),
     advisoryContender(url),
     seedContender(url),
   ];
 }
 
-/** `BENCH_ONLY=telemetry`, `groups`, `w1` or `mysql` measures those rows alone. */
-function benchOnly(): 'telemetry' | 'groups' | 'w1' | 'mysql' | undefined {
+/** What `BENCH_ONLY` may name: those rows are measured alone. */
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads'] as const;
+
+/** `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql` or `workloads` (W1, W2, W3 and their targets) alone. */
+function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
-  if (only !== undefined && only !== 'telemetry' && only !== 'groups' && only !== 'w1' && only !== 'mysql') {
-    throw new Error(`BENCH_ONLY must be "telemetry", "groups", "w1" or "mysql" (got ${only})`);
+  const known = ONLY.find((name) => name === only);
+  if (only !== undefined && known === undefined) {
+    throw new Error(`BENCH_ONLY must be one of ${ONLY.map((name) => `"${name}"`).join(', ')} (got ${only})`);
   }
-  return only;
+  return known;
+}
+
+/** W1, W2 and W3 for every contender, in interleaved rounds. */
+async function measureWorkloads(database: BenchDatabase, plan: BenchPlan): Promise<Measurement[]> {
+  const measurements: Measurement[] = [];
+  for (const workload of WORKLOADS) {
+    measurements.push(...(await runWorkload(database, workload, plan, contendersFor(database.url, workload))));
+  }
+  return measurements;
+}
+
+/** The workloads' table, their targets and the other ratios. */
+function formatWorkloads(measurements: readonly Measurement[], targets: readonly TargetResult[], plan: BenchPlan): string[] {
+  return [
+    formatTable(measurements),
+    '',
+    targetsHeader(plan),
+    formatTargets(targets),
+    '',
+    'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
+    ...informativeRatios(measurements),
+  ];
+}
+
+/** `BENCH_ONLY=workloads`: W1, W2 and W3 alone (with `BENCH_BASELINE`, a change against the code before it). */
+async function workloadsOnly(database: BenchDatabase, plan: BenchPlan): Promise<RunPart> {
+  const machine = await describeMachine(database);
+  const measurements = await measureWorkloads(database, plan);
+  const targets = evaluateTargets(measurements);
+  return {
+    lines: ['', formatMachine(machine, WORKLOADS, plan), '', ...formatWorkloads(measurements, targets, plan)],
+    missed: targets.filter((t) => !t.met).map((t) => t.label),
+  };
 }
 
 /** Hand-offs measured per way of waiting. */
 const handoffCount = (): number => positiveNumber('BENCH_HANDOFFS', '100', true);
 
-/** W1 for the floor, the bare rows of a grant and the library: where an uncontended grant's time goes. */
+/** `BENCH_ONLY=w1`: W1 for the floor, the bare rows of a grant and the library alone, then where its time goes. */
 async function measureBreakdown(database: BenchDatabase, plan: BenchPlan): Promise<string[]> {
   const measurements = await runWorkload(database, W1, plan, breakdownContenders(database.url), 'W1 breakdown');
-  const serverTime = await measureServerTime(database, measurements);
-  return [formatTable(measurements), '', ...formatBreakdown(measurements), '', ...serverTime];
+  return [formatTable(measurements), '', ...(await explainW1(database, measurements))];
+}
+
+/** Where an uncontended grant's time goes, from W1 `measurements`: the steps, then the server's share. */
+async function explainW1(database: BenchDatabase, measurements: readonly Measurement[]): Promise<string[]> {
+  const w1 = measurements.filter((m) => m.workload === W1.id);
+  return [...formatBreakdown(w1), '', ...(await measureServerTime(database, w1))];
 }
 
 /** `BENCH_ONLY=groups`: the group-size table alone. */
@@ -158,10 +211,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   let groups: GroupSizeRow[] = [];
   let breakdown: string[] = [];
   if (!telemetryOnly) {
-    for (const workload of WORKLOADS) {
-      measurements.push(...(await runWorkload(database, workload, plan, contendersFor(database.url))));
-    }
-    breakdown = await measureBreakdown(database, plan);
+    measurements.push(...(await measureWorkloads(database, plan)));
+    breakdown = await explainW1(database, measurements);
     handoff = await measureHandoff(database.url, handoffCount());
     groups = await measureGroupSizes(database);
   }
@@ -177,13 +228,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   const main = telemetryOnly
     ? []
     : [
-        formatTable(measurements),
-        '',
-        targetsHeader(plan),
-        formatTargets(targets),
-        '',
-        'Other ratios (no target; aggregate, then median and min–max of the per-round ratios):',
-        ...informativeRatios(measurements),
+        ...formatWorkloads(measurements, targets, plan),
         '',
         ...breakdown,
         '',
@@ -257,6 +302,11 @@ async function main(): Promise<number> {
     if (only === 'w1') {
       console.log(['', ...(await measureBreakdown(database, plan))].join('\n'));
       return 0;
+    }
+    if (only === 'workloads') {
+      const part = await workloadsOnly(database, plan);
+      console.log(part.lines.join('\n'));
+      return summary(part.missed);
     }
     postgres = await postgresRows(database, plan, only === 'telemetry');
   } finally {

@@ -21,6 +21,7 @@ export type ContenderId =
   | 'rows-lock'
   | 'rows-lock-log'
   | 'library'
+  | 'library-baseline'
   | 'library-telemetry-off'
   | 'library-telemetry-on'
   | 'library-metrics-only'
