@@ -33,6 +33,7 @@ import {
   targetsHeader,
   telemetryTarget,
 } from './report.js';
+import { measureGroupBreakdown } from './group-breakdown.js';
 import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes } from './group-size.js';
 import { formatSoak, runSoak, soakTargets } from './soak.js';
 import { measureRecordingCost, registerBenchSdk, telemetryContenders } from './telemetry.js';
@@ -143,7 +144,8 @@ async function explainW1(database: BenchDatabase, measurements: readonly Measure
 async function groupsOnly(database: BenchDatabase): Promise<number> {
   const rows = await measureGroupSizes(database);
   const target = groupSizeTarget(rows);
-  console.log(['', ...formatGroupSizes(rows), '', formatTargets([target])].join('\n'));
+  const breakdown = await measureGroupBreakdown(database);
+  console.log(['', ...formatGroupSizes(rows), '', formatTargets([target]), '', ...breakdown].join('\n'));
   return !target.met && process.env.BENCH_STRICT === '1' ? 1 : 0;
 }
 
@@ -209,12 +211,14 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   const measurements: Measurement[] = [];
   let handoff: HandoffResult[] = [];
   let groups: GroupSizeRow[] = [];
+  let groupBreakdown: string[] = [];
   let breakdown: string[] = [];
   if (!telemetryOnly) {
     measurements.push(...(await measureWorkloads(database, plan)));
     breakdown = await explainW1(database, measurements);
     handoff = await measureHandoff(database.url, handoffCount());
     groups = await measureGroupSizes(database);
+    groupBreakdown = await measureGroupBreakdown(database);
   }
   const telemetry = await measureTelemetry(database, plan);
   process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
@@ -235,6 +239,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
         ...formatHandoff(handoff),
         '',
         ...formatGroupSizes(groups),
+        '',
+        ...groupBreakdown,
         '',
       ];
   return {
