@@ -3,11 +3,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { BenchGroup } from '../workloads.js';
 import type { Contender, ContenderSession } from './contender.js';
-
-/** Connections of the baseline application's pool: as the library contender's (`POOL_MAX` there). */
-const POOL_MAX = 16;
+import { type BenchLockService, lockServiceSession, POOL_MAX } from './library.contender.js';
 
 /** What the bench needs of another checkout's build: Nest, TypeORM's and the scheduler's modules, and the library. */
 interface BaselinePackages {
@@ -22,14 +19,6 @@ interface BaselinePackages {
 interface BaselineApplication {
   get<T>(token: object): T;
   close(): Promise<void>;
-}
-
-/** The part of a baseline `LockService` the workloads call. */
-interface BaselineLockService {
-  tryLocks(group: BenchGroup): Promise<number>;
-  releaseLocks(stamp: number): Promise<void>;
-  setLockPermits(name: string, mode: 'read', permits: number): Promise<void>;
-  getStats(): { retries: number };
 }
 
 /** Imports `specifier` as the checkout at `root` resolves it (its own node_modules, its own build). */
@@ -94,29 +83,7 @@ export function baselineContender(url: string, root: string): Contender {
         ],
       })(BaselineBenchModule);
       const app = await createContext(BaselineBenchModule);
-      try {
-        const locks = app.get<BaselineLockService>(LockService);
-        for (const name of workload.names) {
-          if (workload.readPermits !== 1) await locks.setLockPermits(name, 'read', workload.readPermits);
-        }
-        const retriesAtOpen = locks.getStats().retries;
-        const client = {
-          async attempt(group: BenchGroup): Promise<boolean> {
-            const stamp = await locks.tryLocks(group);
-            if (stamp === 0) return false;
-            await locks.releaseLocks(stamp);
-            return true;
-          },
-        };
-        return {
-          clients: Array.from({ length: workload.clients }, () => client),
-          retries: () => locks.getStats().retries - retriesAtOpen,
-          close: () => app.close(),
-        };
-      } catch (error) {
-        await app.close();
-        throw error;
-      }
+      return lockServiceSession(app.get<BenchLockService>(LockService), workload, () => app.close());
     },
   };
 }

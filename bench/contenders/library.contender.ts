@@ -3,11 +3,11 @@ import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LockModule, type LockModuleOptions, LockService } from 'nestjs-db-locks';
-import type { BenchGroup } from '../workloads.js';
+import type { BenchGroup, Workload } from '../workloads.js';
 import type { Contender, ContenderId, ContenderSession } from './contender.js';
 
 /** Connections of the application's pool, as many as the raw contenders' dedicated clients in W2. */
-const POOL_MAX = 16;
+export const POOL_MAX = 16;
 
 /**
  * Boots a Nest application context the way a user wires the library: on PostgreSQL, or on MariaDB/MySQL for a
@@ -43,6 +43,47 @@ export interface LibraryVariant {
 /** The library with its default options. */
 const DEFAULT_VARIANT: LibraryVariant = { id: 'library', name: 'nestjs-db-locks LockService', options: {} };
 
+/** The part of a `LockService` the workloads call (this build's, or a baseline build's: `baseline.contender.ts`). */
+export interface BenchLockService {
+  tryLocks(group: BenchGroup): Promise<number>;
+  releaseLocks(stamp: number): Promise<void>;
+  setLockPermits(name: string, mode: 'read', permits: number): Promise<void>;
+  getStats(): { retries: number };
+}
+
+/**
+ * A session of `workload` on a booted application's `locks`: the workload's read permits set, every client an async
+ * loop over the one service, `close` closing the application (also when the set-up fails).
+ */
+export async function lockServiceSession(
+  locks: BenchLockService,
+  workload: Workload,
+  close: () => Promise<void>,
+): Promise<ContenderSession> {
+  try {
+    for (const name of workload.names) {
+      if (workload.readPermits !== 1) await locks.setLockPermits(name, 'read', workload.readPermits);
+    }
+    const retriesAtOpen = locks.getStats().retries;
+    const client = {
+      async attempt(group: BenchGroup): Promise<boolean> {
+        const stamp = await locks.tryLocks(group);
+        if (stamp === 0) return false;
+        await locks.releaseLocks(stamp);
+        return true;
+      },
+    };
+    return {
+      clients: Array.from({ length: workload.clients }, () => client),
+      retries: () => locks.getStats().retries - retriesAtOpen,
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
 /** nestjs-db-locks' LockService; every benchmark client is an async loop over the one shared service. */
 export function libraryContender(url: string, variant: LibraryVariant = DEFAULT_VARIANT): Contender {
   return {
@@ -50,29 +91,7 @@ export function libraryContender(url: string, variant: LibraryVariant = DEFAULT_
     name: variant.name,
     async open(workload): Promise<ContenderSession> {
       const app = await bootApplication(url, 'bench', variant.options);
-      try {
-        const locks = app.get(LockService);
-        for (const name of workload.names) {
-          if (workload.readPermits !== 1) await locks.setLockPermits(name, 'read', workload.readPermits);
-        }
-        const retriesAtOpen = locks.getStats().retries;
-        const client = {
-          async attempt(group: BenchGroup): Promise<boolean> {
-            const stamp = await locks.tryLocks(group);
-            if (stamp === 0) return false;
-            await locks.releaseLocks(stamp);
-            return true;
-          },
-        };
-        return {
-          clients: Array.from({ length: workload.clients }, () => client),
-          retries: () => locks.getStats().retries - retriesAtOpen,
-          close: () => app.close(),
-        };
-      } catch (error) {
-        await app.close();
-        throw error;
-      }
+      return lockServiceSession(app.get(LockService), workload, () => app.close());
     },
   };
 }
