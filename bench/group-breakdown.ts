@@ -2,8 +2,8 @@
 // a group of 1 and of 32 write locks, sent from a bare client the way the hot path sends them, each split into the
 // time its function runs in the server (measured by the statement itself) and the rest (round trip, commit, the wait
 // for the WAL flush on the grant); then the parts of a grant, each run alone in a server-side loop (no round trip, no
-// flush): the advisory locks of the names, the check of the names, and the rows (k lock rows and the log row, inserted
-// and released as the library does).
+// flush), step by step: the rows (k lock rows and the log row, inserted and released as the library does), then the
+// check of the names, then their advisory locks.
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import type { BenchDatabase } from './bench-database.js';
@@ -64,28 +64,27 @@ const medianOf = (timed: readonly Timed[]): Timed => ({
   inside: median(timed.map((t) => t.inside)),
 });
 
-/** The parts of a grant of `size` names, as PL/pgSQL loop bodies. */
+/**
+ * The parts of a grant of `size` names, as PL/pgSQL loop bodies, each adding one step to the previous one (so that
+ * each step runs under the churn of the rows, as in the library: the same names granted and released again and
+ * again between two vacuums): the rows alone (k lock rows and the log row in, then released as the library does),
+ * then the check of the names before the rows, then the advisory locks of the names before the check.
+ */
 function partLoops(size: number): ReadonlyArray<{ readonly label: string; readonly body: string }> {
-  const names = `ARRAY[${Array.from({ length: size }, (_, i) => `'bench_gp${size}_' || ${i}`).join(', ')}]`;
-  const modes = `array_fill('W'::text, ARRAY[${size}])`;
-  return [
-    {
-      label: 'advisory locks of the names',
-      body: `PERFORM pg_advisory_xact_lock(1, k) FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(${names}) AS n ORDER BY 1) AS keys; COMMIT;`,
-    },
-    {
-      label: 'check of the names (is any held?)',
-      body: `PERFORM 1 FROM unnest(${names}) AS r(name) WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name); COMMIT;`,
-    },
-    {
-      label: 'rows: lock rows + log row in, released',
-      body: `s := nextval('locking_stamp_seq');
+  const names = `ARRAY[${Array.from({ length: size }, (_, i) => `'bench_gp${size}_${i}'`).join(', ')}]::text[]`;
+  const rows = `s := nextval('locking_stamp_seq');
         INSERT INTO locking (lock_name, mode, app_id, stamp) SELECT n, 'W', 'bench-gp', s FROM unnest(${names}) AS n;
         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
-          VALUES (s, 'bench-gp', 'bench-gp', ${names}, ${modes}::char(1)[], 'ACQUIRED', now() + interval '30 seconds');
+          VALUES (s, 'bench-gp', 'bench-gp', ${names}, array_fill('W'::char(1), ARRAY[${size}]), 'ACQUIRED',
+                  now() + interval '30 seconds');
         COMMIT;
-        PERFORM bench_rows_release_async(s, true); COMMIT;`,
-    },
+        PERFORM bench_rows_release_async(s, true); COMMIT;`;
+  const check = `PERFORM 1 FROM unnest(${names}) AS r(name) WHERE EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name);`;
+  const advisory = `PERFORM pg_advisory_xact_lock(1, k) FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(${names}) AS n ORDER BY 1) AS keys;`;
+  return [
+    { label: 'the rows: lock rows + log row in, released', body: rows },
+    { label: '+ the check of the names (is any held?)', body: `${check} ${rows}` },
+    { label: '+ their advisory locks', body: `${advisory} ${check} ${rows}` },
   ];
 }
 
@@ -149,7 +148,7 @@ export async function measureGroupBreakdown(database: BenchDatabase): Promise<st
         (one?.acquire.total ?? Number.NaN) + (one?.release.total ?? Number.NaN),
         (group?.acquire.total ?? Number.NaN) + (group?.release.total ?? Number.NaN),
       ]),
-      ...[...parts].map(([label, values]) => row(`part alone: ${label}`, values)),
+      ...[...parts].map(([label, values]) => row(`server loop: ${label}`, values)),
     ];
   } finally {
     await client.end();
