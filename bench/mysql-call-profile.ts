@@ -5,7 +5,7 @@
 // LockService; first on a database at the procedures' first version, then after the second version's migration.
 // Then each call's statements from the performance schema (events_statements_history_long): the server's time per
 // CALL and per statement inside it. PROFILE_ROUNDS (5), PROFILE_SLICE_MS (1000), PROFILE_CYCLES (400) shorten it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -105,9 +105,36 @@ const LIBRARY: Variant = {
   },
 };
 
-/** µs per cycle of each variant: the median over interleaved rounds of `SLICE_MS` each. */
-async function timeVariants(url: string, variants: readonly Variant[]): Promise<number[]> {
-  const perRound: number[][] = variants.map(() => []);
+/** Per cycle of a variant: wall µs, the server's CPU µs, this process's CPU µs, log fsyncs, redo bytes. */
+interface CycleCost {
+  wall: number;
+  serverCpu: number;
+  clientCpu: number;
+  fsyncs: number;
+  redo: number;
+}
+
+/** CPU time of process `pid` so far, in µs (user + system, from /proc). */
+function cpuOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+/** InnoDB's counters of log fsyncs and redo bytes written. */
+async function innodbCounters(url: string): Promise<{ fsyncs: number; redo: number }> {
+  const [rows] = await onMysql(url, (c) =>
+    c.query<mysql.RowDataPacket[]>(
+      "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_os_log_fsyncs', 'Innodb_os_log_written')",
+    ),
+  );
+  const value = (name: string): number => Number(rows.find((row) => row.Variable_name === name)?.Value ?? 0);
+  return { fsyncs: value('Innodb_os_log_fsyncs'), redo: value('Innodb_os_log_written') };
+}
+
+/** Each variant's cost per cycle: the median over interleaved rounds of `SLICE_MS` each. */
+async function timeVariants(url: string, pid: number, variants: readonly Variant[]): Promise<CycleCost[]> {
+  const perRound: CycleCost[][] = variants.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < variants.length; k++) {
       const index = (round + k) % variants.length;
@@ -115,22 +142,39 @@ async function timeVariants(url: string, variants: readonly Variant[]): Promise<
       try {
         const warmEnd = performance.now() + 200;
         while (performance.now() < warmEnd) await runner.cycle();
+        const counters = await innodbCounters(url);
         let cycles = 0;
+        const server = cpuOf(pid);
+        const client = process.cpuUsage();
         const start = performance.now();
         while (performance.now() - start < SLICE_MS) {
           await runner.cycle();
           cycles++;
         }
-        perRound[index]!.push(((performance.now() - start) * 1000) / cycles);
+        const wall = performance.now() - start;
+        const clientUsed = process.cpuUsage(client);
+        const serverUsed = cpuOf(pid) - server;
+        const after = await innodbCounters(url);
+        perRound[index]!.push({
+          wall: (wall * 1000) / cycles,
+          serverCpu: serverUsed / cycles,
+          clientCpu: (clientUsed.user + clientUsed.system) / cycles,
+          fsyncs: (after.fsyncs - counters.fsyncs) / cycles,
+          redo: (after.redo - counters.redo) / cycles,
+        });
       } finally {
         await runner.close();
       }
     }
   }
-  return perRound.map((values) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-  });
+  const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+  return perRound.map((costs) => ({
+    wall: median(costs.map((c) => c.wall)),
+    serverCpu: median(costs.map((c) => c.serverCpu)),
+    clientCpu: median(costs.map((c) => c.clientCpu)),
+    fsyncs: median(costs.map((c) => c.fsyncs)),
+    redo: median(costs.map((c) => c.redo)),
+  }));
 }
 
 interface StatementRow {
@@ -191,10 +235,24 @@ async function migrate(url: string, migrations: readonly (typeof LOCK_MIGRATIONS
   }
 }
 
-async function section(url: string, title: string, variants: readonly Variant[], profiled: readonly Variant[]): Promise<void> {
-  const times = await timeVariants(url, variants);
-  console.log(`\n${title}: µs per W1 cycle, median of ${ROUNDS} interleaved rounds of ${SLICE_MS} ms`);
-  variants.forEach((variant, i) => console.log(`| ${variant.label.padEnd(60)} | ${times[i]!.toFixed(0).padStart(6)} |`));
+async function section(
+  url: string,
+  pid: number,
+  title: string,
+  variants: readonly Variant[],
+  profiled: readonly Variant[],
+): Promise<void> {
+  const costs = await timeVariants(url, pid, variants);
+  console.log(`\n${title}: per W1 cycle, median of ${ROUNDS} interleaved rounds of ${SLICE_MS} ms`);
+  console.log(`| ${'variant'.padEnd(60)} | wall µs | server CPU µs | client CPU µs | fsyncs | redo bytes |`);
+  variants.forEach((variant, i) => {
+    const c = costs[i]!;
+    console.log(
+      `| ${variant.label.padEnd(60)} | ${c.wall.toFixed(0).padStart(7)} | ${c.serverCpu.toFixed(0).padStart(13)} | ${c.clientCpu
+        .toFixed(0)
+        .padStart(13)} | ${c.fsyncs.toFixed(2).padStart(6)} | ${c.redo.toFixed(0).padStart(10)} |`,
+    );
+  });
   for (const variant of profiled) {
     console.log(`\n${variant.label}: statements per cycle (performance_schema, ${CYCLES} cycles; µs of server time)`);
     console.log(`| ${'statement'.padEnd(70)} | calls |  avg µs | µs/cyc |`);
@@ -220,19 +278,23 @@ async function main(): Promise<void> {
       c.query('SELECT @@version AS version, @@innodb_flush_log_at_trx_commit AS flush, @@log_bin AS log_bin'),
     );
     console.log(JSON.stringify(settings));
+    const [pidRow] = await onMysql(url, (c) => c.query<mysql.RowDataPacket[]>('SELECT @@pid_file AS file'));
+    const pid = Number(readFileSync(String((pidRow as mysql.RowDataPacket[])[0]?.file), 'utf8').trim());
     const latest = LOCK_MIGRATIONS.length - 1;
     await migrate(url, LOCK_MIGRATIONS.slice(0, latest));
     const v1Query = groupCall(byQuery, 'bare CALL, first version (group procedure), query');
     await section(
       url,
+      pid,
       'Procedures, first version',
       [FLOOR, GET_LOCK, v1Query, groupCall(byExecute, 'bare CALL, first version, execute (prepared)'), LIBRARY],
-      [v1Query, LIBRARY],
+      [v1Query],
     );
     await migrate(url, LOCK_MIGRATIONS);
     const twinQuery = twinCall(byQuery, 'bare CALL, second version (twin), query');
     await section(
       url,
+      pid,
       'Procedures, second version',
       [
         FLOOR,
@@ -241,7 +303,7 @@ async function main(): Promise<void> {
         groupCall(byQuery, 'bare CALL, second version (group procedure), query'),
         LIBRARY,
       ],
-      [twinQuery, LIBRARY],
+      [twinQuery],
     );
   } finally {
     clearInterval(keepAlive);
