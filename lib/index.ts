@@ -74,6 +74,7 @@ export {
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
   LockInstances1796200000000,
+  FasterMysqlLockProcedures1796400000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

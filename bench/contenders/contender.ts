@@ -28,6 +28,8 @@ export type ContenderId =
   | 'advisory'
   | 'seed'
   | 'library-mysql'
+  | 'library-mysql-v1'
+  | 'library-mysql-no-batch'
   | 'floor-mysql'
   | 'get-lock';
 

@@ -1,4 +1,4 @@
-import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
+import { DROP_ALL_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures-v2.sql.js';
 import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
@@ -32,7 +32,7 @@ for (const { dialect, statements } of VARIANTS) dialect.describe(`connections re
 
   beforeAll(async () => {
     db = await dialect.createDatabase();
-    if (statements) for (const statement of DROP_MYSQL_LOCK_PROCEDURES) await db.query(statement);
+    if (statements) for (const statement of DROP_ALL_MYSQL_LOCK_PROCEDURES) await db.query(statement);
     proxy = await startResetProxy(db.url);
     proxied = await createLockApp(
       proxy.via(db.url),

@@ -1,4 +1,7 @@
-import { DROP_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
+import {
+  DROP_ALL_MYSQL_LOCK_PROCEDURES,
+  DROP_MYSQL_LOCK_PROCEDURES_V2,
+} from '../../lib/migrations/sql/mysql-lock.procedures-v2.sql.js';
 import { CONCURRENCY_RUN, runLockProperty, type PropertyRunOptions } from '../support/lock-property.harness.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
@@ -8,13 +11,14 @@ const RUN: PropertyRunOptions = { ...CONCURRENCY_RUN, attempts: 3000 };
 // Both paths: one stored-procedure call per grant, and the statements one by one (the procedures' migration not run,
 // as during a rolling deploy ahead of it).
 describeOnMysql.each([
-  ['the stored procedures', false],
-  ['the statements one by one', true],
-])('MySQL/MariaDB concurrency property through %s', (_path, statements) => {
+  ['the stored procedures', []],
+  ["the procedures' first version (a database at the previous migration)", DROP_MYSQL_LOCK_PROCEDURES_V2],
+  ['the statements one by one', DROP_ALL_MYSQL_LOCK_PROCEDURES],
+])('MySQL/MariaDB concurrency property through %s', (_path, downgrade: readonly string[]) => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createMysqlTestDatabase();
-    if (statements) for (const statement of DROP_MYSQL_LOCK_PROCEDURES) await db.query(statement);
+    for (const statement of downgrade) await db.query(statement);
   });
   afterAll(() => db?.drop());
 

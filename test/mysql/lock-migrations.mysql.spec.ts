@@ -6,6 +6,8 @@ import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-
 import type { TestDatabase } from '../support/test-database.js';
 
 const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
+/** The procedures of the latest version: the group procedure, its batch and one-lock twins, the release. */
+const LATEST_PROCEDURES = ['locking_release', 'locking_try_acquire', 'locking_try_acquire_batch', 'locking_try_acquire_one'];
 const TABLES = ['locking', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
 /** The tables of the run history of scheduled jobs. */
 const JOB_TABLES = ['locking_job', 'locking_job_run'];
@@ -84,13 +86,23 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       )
     ).map((row) => row.name);
 
+  /** How many times `locking_try_acquire` reads the group's JSON as a table (3 in the first version, 2 in the second). */
+  const jsonTablesOfTryAcquire = async (): Promise<number> => {
+    const [row] = await db.query<{ body: string }>(
+      `SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
+        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_try_acquire'`,
+    );
+    return (String(row?.body).match(/JSON_TABLE\(/g) ?? []).length;
+  };
+
   it('run in order; undone one by one, the later ones keep schema and rows; all undone and run again, the engine works', async () => {
     const admin = LockAdminService.create(dataSource, { actor: 'ops' });
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
     expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
-    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await jsonTablesOfTryAcquire()).toBe(2); // the second version: the group is checked name by name
     const full = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
@@ -101,6 +113,16 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await admin.forceRelease(forced, 'stuck');
     const kept = await app.locks.tryLocks(['K_WRITE']);
     await app.close(); // K stays held: its holder is told, its rows stay
+    const beforeDown = await rowsOf(db);
+    await dataSource.undoLastMigration(); // the procedures' second version: the first is back, rows and schema kept
+    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
+    expect(await jsonTablesOfTryAcquire()).toBe(3);
+    expect(await rowsOf(db)).toEqual(beforeDown);
+    expect(await schemaOf(db)).toEqual(full);
+    app = await createLockApp(db.url, { appId: 'first-procedures' }); // a database at the previous version works
+    await exerciseEngine(app.locks);
+    expect(await app.locks.tryLocks(['K_WRITE'])).toBe(0); // still held by the instance that stopped
+    await app.close();
     await dataSource.undoLastMigration(); // locking_instances: its table goes; the other tables keep schema and rows
     const base = TABLES.filter((table) => table !== 'locking_instances');
     expect(await tablesOf(db)).toEqual([...base, ...JOB_TABLES].sort());
@@ -113,7 +135,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 3; undone < NAMES.length; undone++) {
+    for (let undone = 4; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);
@@ -143,7 +165,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
 
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
     expect(await schemaOf(db)).toEqual(full);
-    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
     expect(await rowsOf(db)).toEqual({ locking: [], log: [], names: [], permissions: [], waiters: [] });
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);

@@ -1,4 +1,8 @@
-import { LockStoreError } from 'nestjs-db-locks';
+import { type LockSpec, LockStoreError } from 'nestjs-db-locks';
+import {
+  DROP_ALL_MYSQL_LOCK_PROCEDURES,
+  DROP_MYSQL_LOCK_PROCEDURES_V2,
+} from '../../lib/migrations/sql/mysql-lock.procedures-v2.sql.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { namesOf } from '../support/dialects.js';
@@ -26,14 +30,48 @@ describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per g
   afterEach(() => apps.closeAll());
   afterAll(() => Promise.all(databases.map((db) => db.drop())));
 
-  it('grants through locking_try_acquire: a failing procedure is what the caller sees, typed, and nothing is held', async () => {
+  it.each<[string, LockSpec[]]>([
+    ['locking_try_acquire', ['P_WRITE', 'Q_READ']],
+    ['locking_try_acquire_one', ['P_WRITE']],
+  ])('grants through %s: a failing procedure is what the caller sees, typed, and nothing is held', async (procedure, group) => {
     const db = await fresh();
-    await replaceWithFailing(db, 'locking_try_acquire', TRY_ACQUIRE_PARAMS);
+    await replaceWithFailing(db, procedure, TRY_ACQUIRE_PARAMS);
     const app = await apps.start(db.url, { appId: 'called' });
-    const error = await app.locks.tryLocks(['P_WRITE']).catch((e: unknown) => e);
+    const error = await app.locks.tryLocks(group).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockStoreError);
-    expect(String((error as LockStoreError).cause)).toContain('called locking_try_acquire');
+    expect(String((error as LockStoreError).cause)).toContain(`called ${procedure}`);
     expect((error as LockStoreError).outcomeUnknown).toBe(false); // the server answered: nothing committed
+    expect(await lockRows(db)).toEqual([]);
+  });
+
+  it('concurrent grants of one process leave in one call of locking_try_acquire_batch', async () => {
+    const db = await fresh();
+    await replaceWithFailing(db, 'locking_try_acquire_batch', 'a VARCHAR(200), b VARCHAR(200), c LONGTEXT, d BIGINT, e INT, f INT');
+    const app = await apps.start(db.url, { appId: 'batched' });
+    // Two calls go at once (one each); the six behind them leave together, in one call, when one of those answers.
+    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => app.locks.tryLocks([`B${i}_WRITE`])));
+    const failed = outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(failed).toHaveLength(6);
+    for (const outcome of failed) {
+      expect(String(((outcome as PromiseRejectedResult).reason as LockStoreError).cause)).toContain(
+        'called locking_try_acquire_batch',
+      );
+    }
+    expect((await lockRows(db)).map((row) => row.lock_name).sort()).toEqual(['B0', 'B1']);
+  });
+
+  it("at the procedures' first version (no twin), a grant of one lock goes to the group procedure", async () => {
+    const db = await fresh();
+    for (const statement of DROP_MYSQL_LOCK_PROCEDURES_V2) await db.query(statement);
+    const app = await apps.start(db.url, { appId: 'first-version' });
+    const held = await app.locks.tryLocks(['ONE_WRITE']);
+    expect(held).toBeGreaterThan(0);
+    expect(await app.locks.tryLocks(['ONE_READ'])).toBe(0);
+    // The group procedure served it (it is the one that fails now); the twin is not asked again for a while.
+    await replaceWithFailing(db, 'locking_try_acquire', TRY_ACQUIRE_PARAMS);
+    const error = await app.locks.tryLocks(['TWO_WRITE']).catch((e: unknown) => e);
+    expect(String((error as LockStoreError).cause)).toContain('called locking_try_acquire');
+    await app.locks.releaseLocks(held);
     expect(await lockRows(db)).toEqual([]);
   });
 
@@ -87,8 +125,7 @@ describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per g
 
   it('without the procedures (a database not migrated to this version) sends the same statements one by one', async () => {
     const db = await fresh();
-    await db.query('DROP PROCEDURE locking_try_acquire');
-    await db.query('DROP PROCEDURE locking_release');
+    for (const statement of DROP_ALL_MYSQL_LOCK_PROCEDURES) await db.query(statement);
     const app = await apps.start(db.url, { appId: 'older' });
     const first = await app.locks.tryLocks(['OLD_WRITE']);
     expect(first).toBeGreaterThan(0);

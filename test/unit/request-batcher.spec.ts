@@ -1,4 +1,4 @@
-import { RequestBatcher } from '../../lib/store/postgres/request-batcher.util.js';
+import { RequestBatcher } from '../../lib/store/request-batcher.util.js';
 
 describe('RequestBatcher', () => {
   it('sends a lone request at once, and coalesces the ones that arrive while batches are in flight', async () => {

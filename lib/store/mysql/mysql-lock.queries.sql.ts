@@ -73,6 +73,20 @@ export const checkGroup = (count: number): string => {
  */
 export const CALL_TRY_ACQUIRE = 'CALL locking_try_acquire(?, ?, ?, ?, ?, ?, ?, ?)';
 
+/**
+ * ? app id, ? instance, ? name, ? mode ('R'/'W'), ? lease (ms), ? waiter (or null), ? default write permits, ? default
+ * read permits → `stamp`: `CALL_TRY_ACQUIRE` for a group of one lock (the procedures' second version,
+ * `lib/migrations/sql/mysql-lock.procedures-v2.sql.ts`).
+ */
+export const CALL_TRY_ACQUIRE_ONE = 'CALL locking_try_acquire_one(?, ?, ?, ?, ?, ?, ?, ?)';
+
+/**
+ * ? app id, ? instance, ? groups (JSON: `[[names], [modes], waiter or '']` each), ? lease (ms), ? default write
+ * permits, ? default read permits → `stamps` (JSON array, one per group, 0 for a refused one): several callers' groups
+ * in one transaction, decided in order (second version).
+ */
+export const CALL_TRY_ACQUIRE_BATCH = 'CALL locking_try_acquire_batch(?, ?, ?, ?, ?, ?)';
+
 /** ? stamp, ? app id → `lock_names` (JSON; null when nothing matched). The whole release below, as one call. */
 export const CALL_RELEASE = 'CALL locking_release(?, ?)';
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockStoreError, LockTablesMissingError } from '../../errors/index.js';
+import { LockStoreError } from '../../errors/index.js';
 import type { LockRequest } from '../../interfaces/index.js';
 import { LockTelemetry } from '../../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
@@ -14,6 +14,7 @@ import {
 } from '../lock.store.js';
 import { compareLockNames } from '../../utils/lock-name.util.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
+import { MysqlAcquisitions } from './mysql-acquisitions.js';
 import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
@@ -21,8 +22,7 @@ import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mys
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 
-/** How long grants and releases go statement by statement before the procedures are tried again. @internal */
-export const PROCEDURES_RECHECK_MS = 30_000;
+export { PROCEDURES_RECHECK_MS } from './mysql-acquisitions.js';
 
 /** A row of `SQL.checkGroup`. */
 interface CheckRow {
@@ -46,8 +46,9 @@ const NAMES_PRUNED_PER_RUN = 1000;
  * rows in `locking_names` in sorted order (the per-name mutex), then reads the held rows and the permits, then writes
  * its log row (whose `AUTO_INCREMENT` id is the stamp) and its lock rows, and commits: a grant is durable when
  * `tryLocks` answers (with InnoDB's default `innodb_flush_log_at_trx_commit = 1`). A grant and a release are one call
- * of a stored procedure each (`lib/migrations/sql/mysql-lock.procedures.sql.ts`), or the same statements one by one where the
- * procedures' migration has not run.
+ * of a stored procedure each (`lib/migrations/sql/mysql-lock.procedures*.sql.ts`; concurrent grants of this process
+ * are batched into one call: `MysqlAcquisitions`), or the same statements one by one where the procedures' migration
+ * has not run.
  * @internal
  */
 export class MysqlLockStore extends LockStore {
@@ -55,8 +56,8 @@ export class MysqlLockStore extends LockStore {
   protected readonly reports: MysqlLockAdminStore;
   /** Names freed by this process, for its own waiters (also those freed by its admin service). */
   readonly wakeups = new MysqlWakeups();
-  /** Until when grants and releases go statement by statement, the procedures found missing (monotonic ms). */
-  private proceduresMissingUntil = 0;
+  /** Grants: batched, each as one call of a procedure of the latest version the database has. */
+  readonly acquisitions: MysqlAcquisitions;
 
   constructor(
     dataSource: DataSource,
@@ -66,31 +67,17 @@ export class MysqlLockStore extends LockStore {
     super();
     this.runner = new MysqlStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new MysqlLockAdminStore(this.runner, dataSource, this.wakeups);
+    this.acquisitions = new MysqlAcquisitions(this.runner, options, (group, waiter) =>
+      this.tryAcquireStatements(group, waiter),
+    );
   }
 
   get retries(): number {
     return this.runner.retries;
   }
 
-  async tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    const { appId, instance, grantLeaseMs, defaultPermits } = this.options;
-    // The group comes in its canonical order, sorted by name: the order in which every grant locks its names' rows.
-    const names = JSON.stringify(group.map((r) => r.name));
-    const modes = JSON.stringify(group.map((r) => MODE_CODE[r.mode]));
-    const called = await this.withProcedures(() =>
-      this.runner.call<{ stamp: number | string }>('tryLocks', true, SQL.CALL_TRY_ACQUIRE, [
-        appId,
-        instance,
-        names,
-        modes,
-        grantLeaseMs,
-        waiter ?? null,
-        defaultPermits.write,
-        defaultPermits.read,
-      ]),
-    );
-    if (called !== undefined) return Number(called[0]?.stamp ?? 0);
-    return this.tryAcquireStatements(group, waiter);
+  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+    return this.acquisitions.tryAcquire(group, waiter);
   }
 
   /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
@@ -116,22 +103,6 @@ export class MysqlLockStore extends LockStore {
       if (waiter !== undefined) await tx.write(SQL.DELETE_WAITER, [waiter]);
       return stamp;
     });
-  }
-
-  /**
-   * Runs `call` on the stored procedures; undefined when they do not exist (the migration that creates them has not
-   * run: the call failed before anything ran), and then without trying them again for `PROCEDURES_RECHECK_MS` (a
-   * migration run meanwhile brings the fast path back).
-   */
-  private async withProcedures<T>(call: () => Promise<T>): Promise<T | undefined> {
-    if (performance.now() < this.proceduresMissingUntil) return undefined;
-    try {
-      return await call();
-    } catch (error) {
-      if (!(error instanceof LockTablesMissingError) || !isMissingMysqlProcedure(error)) throw error;
-      this.proceduresMissingUntil = performance.now() + PROCEDURES_RECHECK_MS;
-      return undefined;
-    }
   }
 
   /** Whether some lock of the group is not available (read under the names' row locks). */
@@ -181,7 +152,7 @@ export class MysqlLockStore extends LockStore {
   }
 
   async release(stamp: number): Promise<boolean> {
-    const called = await this.withProcedures(() =>
+    const called = await this.acquisitions.withProcedure('group', () =>
       this.runner.call<{ lock_names: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [stamp, this.options.appId]),
     );
     const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);

@@ -5,7 +5,7 @@ import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.
 import { sqlStateOf } from './pg-error.util.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
-import { RequestBatcher } from './request-batcher.util.js';
+import { RequestBatcher } from '../request-batcher.util.js';
 import { SessionLane } from './session-lane.util.js';
 
 /** Batches of one process in flight at once, and groups (or stamps) per batch. */
