@@ -74,6 +74,7 @@ export {
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
   LockInstances1796200000000,
+  MysqlLockDoorbells1796500000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

@@ -7,6 +7,7 @@ import { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.
 import { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
 import { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 import { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
+import { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -17,6 +18,7 @@ export { GroupLockChecks1795700000000 } from './1795700000000-group-lock-checks.
 export { MysqlLockProcedures1795800000000 } from './1795800000000-mysql-lock-procedures.js';
 export { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 export { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
+export { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -33,6 +35,7 @@ export const LOCK_MIGRATIONS = [
   MysqlLockProcedures1795800000000,
   JobRunHistory1796000000000,
   LockInstances1796200000000,
+  MysqlLockDoorbells1796500000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

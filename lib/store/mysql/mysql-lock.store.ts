@@ -17,6 +17,7 @@ import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } f
 import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
+import { doorbellIds, MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
@@ -57,6 +58,8 @@ export class MysqlLockStore extends LockStore {
   readonly wakeups = new MysqlWakeups();
   /** Until when grants and releases go statement by statement, the procedures found missing (monotonic ms). */
   private proceduresMissingUntil = 0;
+  /** Wakes the waiters of other instances that a release named (their doorbells). */
+  readonly ringer: MysqlDoorbellRinger;
 
   constructor(
     dataSource: DataSource,
@@ -66,6 +69,7 @@ export class MysqlLockStore extends LockStore {
     super();
     this.runner = new MysqlStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new MysqlLockAdminStore(this.runner, dataSource, this.wakeups);
+    this.ringer = new MysqlDoorbellRinger(this.runner);
   }
 
   get retries(): number {
@@ -177,16 +181,22 @@ export class MysqlLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks);
+    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs);
   }
 
   async release(stamp: number): Promise<boolean> {
     const called = await this.withProcedures(() =>
-      this.runner.call<{ lock_names: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [stamp, this.options.appId]),
+      this.runner.call<{ lock_names: unknown; doorbells?: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [
+        stamp,
+        this.options.appId,
+      ]),
     );
     const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
     if (names === undefined) return false;
     this.wakeups.freed(names);
+    // The procedure's second version names the doorbells of other instances' waiters on these names (the first
+    // version and the statements one by one, of a database before the doorbells' migration, name none: they poll).
+    this.ringer.ring(doorbellIds(called?.[0]?.doorbells));
     return true;
   }
 
