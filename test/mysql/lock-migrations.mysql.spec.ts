@@ -6,7 +6,7 @@ import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-
 import type { TestDatabase } from '../support/test-database.js';
 
 const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
-const TABLES = ['locking', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
+const TABLES = ['locking', 'locking_doorbells', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
 /** The tables of the run history of scheduled jobs. */
 const JOB_TABLES = ['locking_job', 'locking_job_run'];
 
@@ -101,8 +101,16 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await admin.forceRelease(forced, 'stuck');
     const kept = await app.locks.tryLocks(['K_WRITE']);
     await app.close(); // K stays held: its holder is told, its rows stay
+    const releaseText = async () =>
+      String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
+        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
+    expect(await releaseText()).toContain('locking_doorbells');
+    await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
+    expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
+    expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
+    expect(await releaseText()).not.toContain('locking_doorbells');
     await dataSource.undoLastMigration(); // locking_instances: its table goes; the other tables keep schema and rows
-    const base = TABLES.filter((table) => table !== 'locking_instances');
+    const base = TABLES.filter((table) => table !== 'locking_instances' && table !== 'locking_doorbells');
     expect(await tablesOf(db)).toEqual([...base, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the run history of scheduled jobs: its tables go, the rest stays
     expect(await tablesOf(db)).toEqual(base);
@@ -113,7 +121,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 3; undone < NAMES.length; undone++) {
+    for (let undone = 4; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

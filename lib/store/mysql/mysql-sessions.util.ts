@@ -93,13 +93,17 @@ export function openMysqlListener(
   let soon = false;
   let rungDuringPoll = false;
   let ringPolled = false;
+  let rungNames = new Set<string>();
   let waitersSeenAt = 0;
   let held = new Map<string, number>();
   const unsubscribe = wakeups.subscribe((names) => callbacks.freed(names));
-  // Rung: a release of another instance freed names these waiters wait for. The poll it brings on tells which names
-  // are waited for now, and reports them all (counts cannot tell: the name may have been freed and taken again, by a
-  // waiter of this app, since the previous poll); a spurious wake costs one attempt.
+  // Rung: a release of another instance freed names these waiters wait for (which ones, the ring does not say). The
+  // names they waited for at the last poll are reported at once (counts could not tell: a name may have been freed
+  // and taken again since that poll), and the poll it brings on reports the names waited for since (a spurious wake
+  // costs one attempt; a ring during a poll is answered after it).
   const ring = () => {
+    rungNames = new Set(held.keys());
+    if (rungNames.size > 0) callbacks.freed([...rungNames]);
     ringPolled = true;
     schedule(0);
   };
@@ -144,7 +148,7 @@ export function openMysqlListener(
     // A name seen for the first time counts as freed: its waiter may have tried before a release that committed
     // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval).
     const freed = [...now]
-      .filter(([name, count]) => afterRing || !held.has(name) || count < (held.get(name) ?? 0))
+      .filter(([name, count]) => (afterRing && !rungNames.has(name)) || !held.has(name) || count < (held.get(name) ?? 0))
       .map(([name]) => name);
     held = now;
     if (freed.length > 0) callbacks.freed(freed);
