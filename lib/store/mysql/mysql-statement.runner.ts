@@ -179,8 +179,8 @@ export class MysqlStatementRunner {
    * Runs `work` on one pool connection, its statements in autocommit, never retried: for statements that must share
    * a session (a check, then a `KILL` that relies on it).
    */
-  onConnection<T>(work: (tx: MysqlTransaction) => Promise<T>): Promise<T> {
-    return this.withConnection((connection) => work(this.transactionOn(connection)));
+  onConnection<T>(work: (tx: MysqlTransaction, connection: PoolConnection) => Promise<T>): Promise<T> {
+    return this.withConnection((connection) => work(this.transactionOn(connection), connection));
   }
 
   /** The statements of a transaction on `connection`, each bounded by `queryTimeoutMs`. */
