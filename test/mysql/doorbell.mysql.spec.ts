@@ -28,6 +28,9 @@ describeOnMysql('MySQL/MariaDB: doorbells (a release wakes the waiters of other 
     (await db.query<{ connection_id: string }>(`SELECT connection_id FROM locking_doorbells WHERE app_id = $1`, [appId]))[0];
   const sleepingDoorbells = async () =>
     (await db.query<{ id: string }>(DOORBELL_THREADS)).map((row) => Number(row.id));
+  /** Until `appId` has a waiter row. */
+  const waitingRow = (appId: string) =>
+    until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = $1`, [appId])).length > 0);
   /** Until `appId`'s doorbell sleeps in the server; its connection id. */
   const doorbellOf = async (appId: string): Promise<number> => {
     let id = 0;
@@ -61,6 +64,7 @@ describeOnMysql('MySQL/MariaDB: doorbells (a release wakes the waiters of other 
     for (let round = 0; round < 3; round++) {
       const held = await holder.locks.tryLocks(['BELL_WRITE']);
       const waiting = waiter.locks.tryLocks(['BELL_WRITE'], { waitMs: 10_000 });
+      await waitingRow('waiter'); // (the doorbell stays open between rounds: the waiter must be waiting already)
       await doorbellOf('waiter');
       const releasedAt = performance.now();
       await holder.locks.releaseLocks(held);

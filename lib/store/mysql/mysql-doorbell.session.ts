@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Connection } from 'mysql2';
-import { LockTablesMissingError } from '../../errors/index.js';
 import { mysqlCodeOf } from './mysql-error.util.js';
 import { DELETE_DOORBELL, doorbellSleep, SELECT_CONNECTION_ID, UPSERT_DOORBELL } from './mysql-doorbell.queries.sql.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -86,7 +85,8 @@ export class MysqlDoorbell {
       const tag = randomBytes(12).toString('hex');
       const [row] = await query<{ id: number | string }>(connection, SELECT_CONNECTION_ID, this.queryTimeoutMs);
       const id = Number(row?.id);
-      await this.runner.write('listen', UPSERT_DOORBELL, [this.appId, id, tag, id, tag]);
+      // Beside the pool's statements, never counted as a failed lock operation (an older database has no table).
+      await this.runner.onConnection((tx) => tx.write(UPSERT_DOORBELL, [this.appId, id, tag, id, tag]));
       if (!this.wanted) {
         connection.destroy();
         this.forget(id);
@@ -97,7 +97,7 @@ export class MysqlDoorbell {
       void this.sleep(connection, tag);
     } catch (error) {
       connection?.destroy();
-      const missing = error instanceof LockTablesMissingError;
+      const missing = mysqlCodeOf(error) === 'ER_NO_SUCH_TABLE';
       this.retryAt = performance.now() + (missing ? doorbellTiming.missingRetryMs : doorbellTiming.retryMs);
     }
   }
@@ -135,6 +135,6 @@ export class MysqlDoorbell {
 
   /** Deletes the row of doorbell `id` (best effort: a stale row only costs a ring its check). */
   private forget(id: number): void {
-    this.runner.write('listen', DELETE_DOORBELL, [this.appId, id]).catch(() => undefined);
+    this.runner.onConnection((tx) => tx.write(DELETE_DOORBELL, [this.appId, id])).catch(() => undefined);
   }
 }
