@@ -27,8 +27,9 @@ const CREATE_DOORBELLS = `CREATE TABLE locking_doorbells (
  * `CALL locking_release(stamp, app id)` → one row: `lock_names` (the JSON array of the grant's names; null when no
  * live grant of that app id has that stamp) and `doorbells` (the connection ids, comma-separated, of the doorbells of
  * other app ids whose live waiters wait for one of those names; null when none). The release itself is the first
- * version's, unchanged; the doorbells are read after its commit (no row lock held meanwhile), by the waiters' primary
- * key (`lock_name` first): a release of names nobody waits for pays one index probe per name.
+ * version's, and the doorbells are read before its lock rows go (a plain read at READ COMMITTED: no row lock), from
+ * those rows (by stamp) and the waiters' primary key (`lock_name` first): a release of names nobody waits for pays
+ * one index probe per name.
  */
 const CREATE_RELEASE_V2 = `CREATE PROCEDURE locking_release(
     IN p_stamp BIGINT,
@@ -45,17 +46,14 @@ BEGIN
    WHERE stamp = p_stamp AND app_id = p_app_id AND status IN ${LIVE};
   IF ROW_COUNT() > 0 THEN
     SELECT lock_names INTO v_names FROM locking_log WHERE stamp = p_stamp;
+    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
+      FROM locking k
+      JOIN locking_waiters w ON w.lock_name = k.lock_name
+      JOIN locking_doorbells d ON d.app_id = w.app_id
+     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
     DELETE FROM locking WHERE stamp = p_stamp;
   END IF;
   COMMIT;
-  IF v_names IS NOT NULL THEN
-    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
-      FROM JSON_TABLE(v_names, '$[*]' COLUMNS (
-             name VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) g
-      JOIN locking_waiters w ON w.lock_name = g.name
-      JOIN locking_doorbells d ON d.app_id = w.app_id
-     WHERE w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
-  END IF;
   SELECT v_names AS lock_names, v_doorbells AS doorbells;
 END`;
 
