@@ -30,8 +30,9 @@ export interface MysqlSection {
  *   most of its attempts are refused).
  * - retries 1 %: measured 0; names' rows are locked in sorted order and the check reads without locking.
  * - hand-off to another instance: median 8 ms (issue 30) and p99 40 ms. The releasing instance rings the waiter's
- *   doorbell (it interrupts the waiter's sleeping connection, `KILL QUERY`) in the release's wake: measured 8.1
- *   and 31 ms on the VM loaded by other work (the same-instance hand-off took 5.9 ms there, 2.8 quiet), where the
+ *   doorbell (it interrupts the waiter's sleeping connection, `KILL QUERY`) in the release's wake: measured 5.9
+ *   and 17 ms on the VM shared with other work (8.1 and 31 ms at a load of 4, where the same-instance hand-off took
+ *   5.9 ms, 2.8 quiet), where the
  *   poll of 20 ms alone gave 12.9 and 24 ms. The p99 bound is the fallback's: a ring lost (refused, or between two
  *   sleeps) costs at most the poll (20 ms), then a wake and an attempt (up to 20 ms on the loaded VM: the
  *   same-instance hand-off's own p99 was 16–33 ms there); a waiter left to its re-check
