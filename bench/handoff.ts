@@ -1,6 +1,6 @@
 import { LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
-// Internal to the package: the MySQL listener's poll while an application has waiters, to name the row.
+// Internal to the package: the MySQL listener's fallback poll while an application has waiters, to name the row.
 import { POLL_BUSY_MS } from '../lib/store/mysql/mysql-sessions.util.js';
 import { bootApplication } from './contenders/library.contender.js';
 import { percentile } from './stats.js';
@@ -20,8 +20,8 @@ const POLL_MS = 100;
 /**
  * One holder releases, one waiter acquires, `rounds` times, for this library's wait and for a polling loop at 100 ms,
  * each with two application instances (holder and waiter) on the bench database. On MySQL/MariaDB (a `mysql://`
- * URL), where another instance learns of a release by polling, also with the waiter in the holder's own instance
- * (woken by the release itself), after the first row.
+ * URL), where another instance learns of a release from its doorbell (rung by the releasing instance; a poll as the
+ * fallback), also with the waiter in the holder's own instance (woken by the release itself), after the first row.
  */
 export async function measureHandoff(url: string, rounds: number): Promise<HandoffResult[]> {
   const mysql = url.startsWith('mysql:');
@@ -42,7 +42,7 @@ export async function measureHandoff(url: string, rounds: number): Promise<Hando
     });
     return [
       mysql
-        ? summary(`nestjs-db-locks: waitMs, another instance (it polls every ${POLL_BUSY_MS} ms)`, notified)
+        ? summary(`nestjs-db-locks: waitMs, another instance (doorbell; poll every ${POLL_BUSY_MS} ms as fallback)`, notified)
         : summary('nestjs-db-locks: waitMs (LISTEN/NOTIFY)', notified),
       ...(mysql ? [summary('nestjs-db-locks: waitMs, the same instance', sameInstance)] : []),
       summary(`polling loop every ${POLL_MS} ms`, polled),

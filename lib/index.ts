@@ -75,6 +75,7 @@ export {
   JobRunHistory1796000000000,
   LockInstances1796200000000,
   FasterMysqlLockProcedures1796400000000,
+  MysqlLockDoorbells1796500000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

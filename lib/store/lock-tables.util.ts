@@ -137,7 +137,15 @@ const POSTGRES_OBJECTS = [
 const POSTGRES_OBJECT = new RegExp(`\\b(${POSTGRES_OBJECTS.join('|')})\\b`, 'g');
 
 /** The tables and procedures of the lock engine on MySQL and MariaDB, prefixed. */
-const MYSQL_OBJECTS = [...LOCK_TABLE_NAMES, 'locking_names', 'locking_try_acquire', 'locking_try_acquire_one', 'locking_try_acquire_batch', 'locking_release'];
+const MYSQL_OBJECTS = [
+  ...LOCK_TABLE_NAMES,
+  'locking_names',
+  'locking_doorbells',
+  'locking_try_acquire',
+  'locking_try_acquire_one',
+  'locking_try_acquire_batch',
+  'locking_release',
+];
 const MYSQL_OBJECT = new RegExp(`\\b(${MYSQL_OBJECTS.join('|')})\\b`, 'g');
 /** MySQL 8 names CHECK constraints per database: two prefixes in one database need their own. */
 const MYSQL_CONSTRAINT = /\bCONSTRAINT (locking\w*)/g;

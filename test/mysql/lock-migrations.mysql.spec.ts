@@ -8,7 +8,7 @@ import type { TestDatabase } from '../support/test-database.js';
 const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
 /** The procedures of the latest version: the group procedure, its batch and one-lock twins, the release. */
 const LATEST_PROCEDURES = ['locking_release', 'locking_try_acquire', 'locking_try_acquire_batch', 'locking_try_acquire_one'];
-const TABLES = ['locking', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
+const TABLES = ['locking', 'locking_doorbells', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
 /** The tables of the run history of scheduled jobs. */
 const JOB_TABLES = ['locking_job', 'locking_job_run'];
 
@@ -113,18 +113,27 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await admin.forceRelease(forced, 'stuck');
     const kept = await app.locks.tryLocks(['K_WRITE']);
     await app.close(); // K stays held: its holder is told, its rows stay
+    const releaseText = async () =>
+      String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
+        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
+    expect(await releaseText()).toContain('locking_doorbells');
+    await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
+    expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await releaseText()).not.toContain('locking_doorbells');
+    const withoutDoorbells = await schemaOf(db);
     const beforeDown = await rowsOf(db);
     await dataSource.undoLastMigration(); // the procedures' second version: the first is back, rows and schema kept
     expect(await proceduresOf()).toEqual(['locking_release', 'locking_try_acquire']);
     expect(await jsonTablesOfTryAcquire()).toBe(3);
     expect(await rowsOf(db)).toEqual(beforeDown);
-    expect(await schemaOf(db)).toEqual(full);
+    expect(await schemaOf(db)).toEqual(withoutDoorbells);
     app = await createLockApp(db.url, { appId: 'first-procedures' }); // a database at the previous version works
     await exerciseEngine(app.locks);
     expect(await app.locks.tryLocks(['K_WRITE'])).toBe(0); // still held by the instance that stopped
     await app.close();
     await dataSource.undoLastMigration(); // locking_instances: its table goes; the other tables keep schema and rows
-    const base = TABLES.filter((table) => table !== 'locking_instances');
+    const base = TABLES.filter((table) => table !== 'locking_instances' && table !== 'locking_doorbells');
     expect(await tablesOf(db)).toEqual([...base, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the run history of scheduled jobs: its tables go, the rest stays
     expect(await tablesOf(db)).toEqual(base);
@@ -135,7 +144,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 4; undone < NAMES.length; undone++) {
+    for (let undone = 5; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

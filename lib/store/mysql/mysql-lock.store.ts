@@ -18,6 +18,7 @@ import { MysqlAcquisitions } from './mysql-acquisitions.js';
 import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
+import { doorbellIds, MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
@@ -58,6 +59,8 @@ export class MysqlLockStore extends LockStore {
   readonly wakeups = new MysqlWakeups();
   /** Grants: batched, each as one call of a procedure of the latest version the database has. */
   readonly acquisitions: MysqlAcquisitions;
+  /** Wakes the waiters of other instances that a release named (their doorbells). */
+  readonly ringer: MysqlDoorbellRinger;
 
   constructor(
     dataSource: DataSource,
@@ -70,6 +73,7 @@ export class MysqlLockStore extends LockStore {
     this.acquisitions = new MysqlAcquisitions(this.runner, options, (group, waiter) =>
       this.tryAcquireStatements(group, waiter),
     );
+    this.ringer = new MysqlDoorbellRinger(this.runner);
   }
 
   get retries(): number {
@@ -148,16 +152,22 @@ export class MysqlLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
-    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks);
+    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs);
   }
 
   async release(stamp: number): Promise<boolean> {
     const called = await this.acquisitions.withProcedure('group', () =>
-      this.runner.call<{ lock_names: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [stamp, this.options.appId]),
+      this.runner.call<{ lock_names: unknown; doorbells?: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [
+        stamp,
+        this.options.appId,
+      ]),
     );
     const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
     if (names === undefined) return false;
     this.wakeups.freed(names);
+    // The procedure's second version names the doorbells of other instances' waiters on these names (the first
+    // version and the statements one by one, of a database before the doorbells' migration, name none: they poll).
+    this.ringer.ring(doorbellIds(called?.[0]?.doorbells));
     return true;
   }
 

@@ -2,11 +2,12 @@ import type { PoolConnection } from 'mysql2';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { toMysqlLockError } from './mysql-error.util.js';
 import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import { doorbellTiming, MysqlDoorbell } from './mysql-doorbell.session.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 
 /**
  * Sessions of `MysqlLockStore` that outlive one statement: the instance lock, on a connection of its own, and the
- * listener, which polls (MySQL has no LISTEN/NOTIFY).
+ * listener, which has a doorbell and polls (MySQL has no LISTEN/NOTIFY).
  * @internal
  */
 
@@ -56,18 +57,27 @@ export async function openMysqlInstanceSession(
   };
 }
 
-/** Polling intervals of the listener: fast while this app has waiters, slower when it has none. */
+/** Polling interval of the listener while this app has waiters (ms): the fallback of the doorbells. */
 export const POLL_BUSY_MS = 20;
-const POLL_IDLE_MS = 250;
+
+/** Polling intervals of the listener (internal knobs: the tests lengthen them to see the doorbell alone). @internal */
+export const pollTiming = {
+  /** While this app has waiters (ms). @default POLL_BUSY_MS */
+  busyMs: POLL_BUSY_MS,
+  /** While it has none (ms). @default 250 */
+  idleMs: 250,
+};
 
 /**
- * A listener without LISTEN/NOTIFY, two ways.
+ * A listener without LISTEN/NOTIFY, three ways.
  * - Within this process, the store reports the names freed by its own releases, reaps and recoveries at once
  *   (`MysqlWakeups`).
- * - Across processes, it polls every `POLL_BUSY_MS` while this app has waiters (`POLL_IDLE_MS` otherwise): for each
- *   name they wait for, how many lock rows hold it. A name held by fewer rows than at the previous poll was freed,
- *   and so may be a name seen for the first time. A name freed and taken again between two polls is missed: the
- *   waiters' own re-check timer covers that case.
+ * - Across processes, while this app has waiters, its doorbell (`MysqlDoorbell`) sleeps in the server; a release by
+ *   another instance of a name they wait for interrupts that sleep, and the listener polls at once.
+ * - And it polls every `pollTiming.busyMs` while this app has waiters (`idleMs` otherwise), which covers a ring that
+ *   was lost: for each name they wait for, how many lock rows hold it. A name held by fewer rows than at the previous
+ *   poll was freed, and so may be a name seen for the first time. A name freed and taken again between two polls is
+ *   missed: the waiters' own re-check timer covers that case.
  * A failed poll is reported as `lost` (waiters re-check, and the notifications service opens a new listener).
  */
 export function openMysqlListener(
@@ -75,17 +85,38 @@ export function openMysqlListener(
   appId: string,
   wakeups: MysqlWakeups,
   callbacks: ListenerCallbacks,
+  queryTimeoutMs: number,
 ): LockListener {
   let open = true;
   let timer: NodeJS.Timeout | undefined;
   let polling = false;
   let soon = false;
+  let rungDuringPoll = false;
+  let ringPolled = false;
+  let rungNames = new Set<string>();
+  let waitersSeenAt = 0;
   let held = new Map<string, number>();
   const unsubscribe = wakeups.subscribe((names) => callbacks.freed(names));
+  // Rung: a release of another instance freed names these waiters wait for (which ones, the ring does not say). The
+  // names they waited for at the last poll are reported at once (counts could not tell: a name may have been freed
+  // and taken again since that poll), and the poll it brings on reports the names waited for since (a spurious wake
+  // costs one attempt; a ring during a poll is answered after it).
+  const ring = () => {
+    rungNames = new Set(held.keys());
+    if (rungNames.size > 0) callbacks.freed([...rungNames]);
+    ringPolled = true;
+    schedule(0);
+  };
+  const doorbell = new MysqlDoorbell(runner, appId, queryTimeoutMs, () => {
+    if (!open) return;
+    if (polling) rungDuringPoll = true;
+    else ring();
+  });
   const close = () => {
     open = false;
     clearTimeout(timer);
     unsubscribe();
+    doorbell.close();
     wakeups.onWaiterRegistered = () => undefined;
   };
   // One poll at a time: the next is scheduled when one ends.
@@ -98,6 +129,9 @@ export function openMysqlListener(
     if (!open) return;
     polling = true;
     soon = false;
+    rungDuringPoll = false;
+    const afterRing = ringPolled;
+    ringPolled = false;
     let rows: { name: string; held: number | string }[];
     try {
       rows = await runner.select('listen', SELECT_WAITED_NAMES, [appId]);
@@ -114,18 +148,25 @@ export function openMysqlListener(
     // A name seen for the first time counts as freed: its waiter may have tried before a release that committed
     // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval).
     const freed = [...now]
-      .filter(([name, count]) => !held.has(name) || count < (held.get(name) ?? 0))
+      .filter(([name, count]) => (afterRing && !rungNames.has(name)) || !held.has(name) || count < (held.get(name) ?? 0))
       .map(([name]) => name);
     held = now;
     if (freed.length > 0) callbacks.freed(freed);
-    schedule(now.size > 0 || soon ? POLL_BUSY_MS : POLL_IDLE_MS);
+    if (now.size > 0) {
+      waitersSeenAt = performance.now();
+      doorbell.open(); // (again, after a lost one)
+    } else if (performance.now() - waitersSeenAt >= doorbellTiming.lingerMs) doorbell.close();
+    if (rungDuringPoll) ring();
+    else schedule(now.size > 0 || soon ? pollTiming.busyMs : pollTiming.idleMs);
   };
   schedule(0);
   wakeups.onWaiterRegistered = () => {
-    // A new waiter: poll soon, whatever the interval was (after the poll in flight, if one is).
+    // A new waiter: its doorbell, and a poll soon, whatever the interval was (after the poll in flight, if one is).
     if (!open) return;
+    waitersSeenAt = performance.now();
+    doorbell.open();
     if (polling) soon = true;
-    else if (held.size === 0) schedule(POLL_BUSY_MS);
+    else if (held.size === 0) schedule(pollTiming.busyMs);
   };
   return { close };
 }

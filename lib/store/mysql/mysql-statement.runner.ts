@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool, PoolConnection } from 'mysql2';
+import type { Connection, ConnectionOptions, Pool, PoolConnection } from 'mysql2';
 import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isMysqlConnectionFailure, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
@@ -162,8 +162,29 @@ export class MysqlStatementRunner {
     }
   }
 
+  /**
+   * A connection outside the DataSource's pool, with the pool's settings (undefined when the driver does not expose
+   * them): for a session that sleeps in the server (the doorbell) without taking a connection from the statements.
+   * It connects with its first statement; the caller destroys it.
+   */
+  openOutsidePool(): Connection | undefined {
+    const config = (this.pool() as unknown as { config?: { connectionConfig?: ConnectionOptions } }).config?.connectionConfig;
+    const mysql = (this.dataSource.driver as unknown as { mysql?: { Connection?: new (options: { config: unknown }) => Connection } })
+      .mysql;
+    if (!config || typeof mysql?.Connection !== 'function') return undefined;
+    return new mysql.Connection({ config });
+  }
+
+  /**
+   * Runs `work` on one pool connection, its statements in autocommit, never retried: for statements that must share
+   * a session (a check, then a `KILL` that relies on it).
+   */
+  onConnection<T>(work: (tx: MysqlTransaction, connection: PoolConnection) => Promise<T>): Promise<T> {
+    return this.withConnection((connection) => work(this.transactionOn(connection), connection));
+  }
+
   /** The statements of a transaction on `connection`, each bounded by `queryTimeoutMs`. */
-  transactionOn(connection: PoolConnection): MysqlTransaction {
+  transactionOn(connection: PoolConnection | Connection): MysqlTransaction {
     const send = <R>(sql: string, values: readonly unknown[]): Promise<R> =>
       new Promise<R>((resolve, reject) =>
         connection.query(

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import type { Connection } from 'mysql2';
+import { mysqlCodeOf } from './mysql-error.util.js';
+import { DELETE_DOORBELL, doorbellSleep, SELECT_CONNECTION_ID, UPSERT_DOORBELL } from './mysql-doorbell.queries.sql.js';
+import type { MysqlStatementRunner } from './mysql-statement.runner.js';
+
+/**
+ * Timing of the doorbells (internal knobs: the tests shorten or lengthen them).
+ * @internal
+ */
+export const doorbellTiming = {
+  /** How long one sleep lasts before the doorbell sleeps again (s). @default 30 */
+  sleepSeconds: 30,
+  /** How long the doorbell stays open once the instance has no waiters (ms): a burst of waits opens it once. @default 1000 */
+  lingerMs: 1000,
+  /** How long after a failed or lost doorbell it is opened again (ms); the poll covers the gap. @default 200 */
+  retryMs: 200,
+  /** How long after the table was found missing (a database before the doorbells' migration) it is tried again (ms). @default 30000 */
+  missingRetryMs: 30_000,
+};
+
+/** The rows of one statement on `connection`, bounded by `timeoutMs` on the client. */
+function query<R>(connection: Connection, sql: string, timeoutMs: number): Promise<R[]> {
+  return new Promise<R[]>((resolve, reject) =>
+    connection.query({ sql, timeout: timeoutMs }, (error: unknown, rows: unknown) =>
+      error ? reject(error) : resolve(rows as R[]),
+    ),
+  );
+}
+
+/**
+ * The doorbell of an instance that has waiters (MySQL and MariaDB): one connection, outside the pool, sleeping in the
+ * server (`SELECT /* nestjs-db-locks doorbell <tag> *\/ SLEEP(n)`), its connection id recorded in `locking_doorbells`.
+ * A release by another instance of names these waiters wait for interrupts the sleep (`KILL QUERY`, see
+ * `MysqlDoorbellRinger`): `rung` is called, and the doorbell sleeps again. A doorbell that fails (the connection
+ * killed, the server gone) is dropped, and `open` may be called again after `doorbellTiming.retryMs`; meanwhile the
+ * listener's poll covers. On a database without the table (migration not run) there is no doorbell.
+ * @internal
+ */
+export class MysqlDoorbell {
+  private connection: Connection | undefined;
+  private connectionId = 0;
+  private opening = false;
+  private wanted = false;
+  private retryAt = 0;
+
+  constructor(
+    private readonly runner: MysqlStatementRunner,
+    private readonly appId: string,
+    private readonly queryTimeoutMs: number,
+    private readonly rung: () => void,
+  ) {}
+
+  /** The connection id of the open doorbell (undefined when none is open). */
+  get id(): number | undefined {
+    return this.connection === undefined ? undefined : this.connectionId;
+  }
+
+  /** Opens the doorbell, unless it is open, opening, or failed less than `retryMs` ago. */
+  open(): void {
+    this.wanted = true;
+    if (this.connection !== undefined || this.opening || performance.now() < this.retryAt) return;
+    this.opening = true;
+    void this.connect().finally(() => {
+      this.opening = false;
+    });
+  }
+
+  /** Closes the doorbell (its connection destroyed, its row deleted); `open` opens a new one. */
+  close(): void {
+    this.wanted = false;
+    this.drop(0);
+  }
+
+  private async connect(): Promise<void> {
+    let connection: Connection | undefined;
+    try {
+      connection = this.runner.openOutsidePool();
+      if (connection === undefined) {
+        this.retryAt = Number.POSITIVE_INFINITY; // a driver without the pool's settings: the poll only
+        return;
+      }
+      // Stays attached after the end: a connection that breaks may emit 'error' while it is destroyed.
+      connection.on('error', () => undefined);
+      const tag = randomBytes(12).toString('hex');
+      const [row] = await query<{ id: number | string }>(connection, SELECT_CONNECTION_ID, this.queryTimeoutMs);
+      const id = Number(row?.id);
+      // Beside the pool's statements, never counted as a failed lock operation (an older database has no table).
+      await this.runner.onConnection((tx) => tx.write(UPSERT_DOORBELL, [this.appId, id, tag, id, tag]));
+      if (!this.wanted) {
+        connection.destroy();
+        this.forget(id);
+        return;
+      }
+      this.connection = connection;
+      this.connectionId = id;
+      void this.sleep(connection, tag);
+    } catch (error) {
+      connection?.destroy();
+      const missing = mysqlCodeOf(error) === 'ER_NO_SUCH_TABLE';
+      this.retryAt = performance.now() + (missing ? doorbellTiming.missingRetryMs : doorbellTiming.retryMs);
+    }
+  }
+
+  /** Sleeps, again and again, until the doorbell is closed or its connection fails. */
+  private async sleep(connection: Connection, tag: string): Promise<void> {
+    const seconds = doorbellTiming.sleepSeconds;
+    const sql = doorbellSleep(tag, seconds);
+    while (this.connection === connection) {
+      let rung: boolean;
+      try {
+        const [row] = await query<{ rung: number | string }>(connection, sql, seconds * 1000 + this.queryTimeoutMs);
+        rung = Number(row?.rung) === 1;
+      } catch (error) {
+        // 1317: the sleep was interrupted with an error rather than with 1 (either answer means a ring).
+        if (mysqlCodeOf(error) !== 'ER_QUERY_INTERRUPTED') {
+          if (this.connection === connection) this.drop(doorbellTiming.retryMs);
+          return;
+        }
+        rung = true;
+      }
+      if (rung && this.connection === connection) this.rung();
+    }
+  }
+
+  /** Destroys the open connection and deletes its row; no new doorbell for `retryMs`. */
+  private drop(retryMs: number): void {
+    const connection = this.connection;
+    if (connection === undefined) return;
+    this.connection = undefined;
+    this.retryAt = performance.now() + retryMs;
+    connection.destroy();
+    this.forget(this.connectionId);
+  }
+
+  /** Deletes the row of doorbell `id` (best effort: a stale row only costs a ring its check). */
+  private forget(id: number): void {
+    this.runner.onConnection((tx) => tx.write(DELETE_DOORBELL, [this.appId, id])).catch(() => undefined);
+  }
+}
