@@ -59,35 +59,30 @@ const GET_LOCK = bare('GET_LOCK, RELEASE_LOCK', async (c) => {
   await c.query('SELECT RELEASE_LOCK(?)', ['profile_w1']);
 });
 
-const groupCall = (send: Send, label: string): Variant =>
-  bare(label, async (c) => {
-    const called = await send(c, 'CALL locking_try_acquire(?, ?, ?, ?, ?, ?, ?, ?)', [
-      'profile',
-      'profile:1',
-      '["profile_w1"]',
-      '["W"]',
-      30000,
-      null,
-      1,
-      1,
-    ]);
-    await send(c, 'CALL locking_release(?, ?)', [stampOf(called), 'profile']);
-  });
+/**
+ * A W1 cycle as two bare `CALL`s: the grant by `procedure` (the group procedure takes the name and mode as JSON
+ * arrays, the one-lock twin as plain values), then the release.
+ */
+const procedureCall =
+  (procedure: 'locking_try_acquire' | 'locking_try_acquire_one') =>
+  (send: Send, label: string): Variant =>
+    bare(label, async (c) => {
+      const [name, mode] = procedure === 'locking_try_acquire' ? ['["profile_w1"]', '["W"]'] : ['profile_w1', 'W'];
+      const called = await send(c, `CALL ${procedure}(?, ?, ?, ?, ?, ?, ?, ?)`, [
+        'profile',
+        'profile:1',
+        name,
+        mode,
+        30000,
+        null,
+        1,
+        1,
+      ]);
+      await send(c, 'CALL locking_release(?, ?)', [stampOf(called), 'profile']);
+    });
 
-const twinCall = (send: Send, label: string): Variant =>
-  bare(label, async (c) => {
-    const called = await send(c, 'CALL locking_try_acquire_one(?, ?, ?, ?, ?, ?, ?, ?)', [
-      'profile',
-      'profile:1',
-      'profile_w1',
-      'W',
-      30000,
-      null,
-      1,
-      1,
-    ]);
-    await send(c, 'CALL locking_release(?, ?)', [stampOf(called), 'profile']);
-  });
+const groupCall = procedureCall('locking_try_acquire');
+const twinCall = procedureCall('locking_try_acquire_one');
 
 const LIBRARY: Variant = {
   label: 'LockService (Nest, mysql DataSource)',
