@@ -18,10 +18,9 @@ import type {
   LockWaiterInfo,
 } from '../interfaces/index.js';
 import { lockMigrations } from '../migrations/lock-migrations.factory.js';
-import { createJobRunStore } from '../jobs/job-runs.store.factory.js';
-import type { JobRunStore } from '../jobs/job-runs.store.js';
+import type { JobRunStore } from '../store/job-runs.store.js';
 import type { LockAdminStore } from '../store/lock-admin.store.js';
-import { createLockAdminStore } from '../store/lock-stores.factory.js';
+import { createJobRunStore, createLockAdminStore } from '../store/lock-stores.factory.js';
 import { lockDialectOf } from '../store/lock-dialect.util.js';
 import { DEFAULT_LOCK_TABLES, type LockTables, resolveLockTables } from '../store/lock-tables.util.js';
 import {

@@ -1,5 +1,5 @@
 import type { LockJobRuns } from '../interfaces/index.js';
-import type { TickSource } from './job-runs.store.js';
+import type { TickSource } from '../store/job-runs.store.js';
 import { cronTickOf, type JobSchedule } from './job-schedule.util.js';
 
 /** A scheduled `@WithLocks` method, as its decorator describes it. @internal */

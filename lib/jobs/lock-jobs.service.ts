@@ -20,7 +20,7 @@ import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim } from './job-runs.store.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim } from '../store/job-runs.store.js';
 import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';

@@ -2,12 +2,15 @@ import type { DataSource } from 'typeorm';
 import { LockConfigurationError } from '../errors/index.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import type { JobRunStore } from './job-runs.store.js';
 import type { LockAdminStore } from './lock-admin.store.js';
 import { lockDialectOf } from './lock-dialect.util.js';
 import type { LockStore } from './lock.store.js';
+import { MysqlJobRunStore } from './mysql/mysql-job-runs.store.js';
 import { MysqlLockAdminStore } from './mysql/mysql-lock-admin.store.js';
 import { MysqlLockStore } from './mysql/mysql-lock.store.js';
 import { MysqlStatementRunner } from './mysql/mysql-statement.runner.js';
+import { PostgresJobRunStore } from './postgres/postgres-job-runs.store.js';
 import { PostgresLockAdminStore } from './postgres/postgres-lock-admin.store.js';
 import { PostgresLockStore } from './postgres/postgres-lock.store.js';
 import { PostgresStatementRunner } from './postgres/postgres-statement.runner.js';
@@ -42,4 +45,11 @@ export function createLockAdminStore(
     return new MysqlLockAdminStore(new MysqlStatementRunner(dataSource, options), dataSource, wakeups);
   }
   return new PostgresLockAdminStore(new PostgresStatementRunner(dataSource, options), dataSource);
+}
+
+/** The run-history store of the DataSource's dialect, on its own statement runner (same pool). @internal */
+export function createJobRunStore(dataSource: DataSource, options: ResolvedLockOptions): JobRunStore {
+  return lockDialectOf(dataSource) === 'mysql'
+    ? new MysqlJobRunStore(new MysqlStatementRunner(dataSource, options))
+    : new PostgresJobRunStore(new PostgresStatementRunner(dataSource, options));
 }

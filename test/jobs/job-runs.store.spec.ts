@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { LockAdminService } from 'nestjs-db-locks';
-import { createJobRunStore } from '../../lib/jobs/job-runs.store.factory.js';
-import type { JobRunStore } from '../../lib/jobs/job-runs.store.js';
+import { createJobRunStore } from '../../lib/store/lock-stores.factory.js';
+import type { JobRunStore } from '../../lib/store/job-runs.store.js';
 import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 import { DIALECTS } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';

@@ -1,6 +1,6 @@
-import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
-import type { InMemoryLockDatabase, MemoryJobRunRow } from '../store/memory/memory-lock.database.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim, type TickSource } from './job-runs.store.js';
+import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
+import type { InMemoryLockDatabase, MemoryJobRunRow } from './memory-lock.database.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim, type TickSource } from '../job-runs.store.js';
 
 const runKey = (job: string, tick: number) => `${tick}\u0000${job}`;
 

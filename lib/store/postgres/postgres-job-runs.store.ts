@@ -1,5 +1,5 @@
-import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
-import type { PostgresStatementRunner } from '../store/postgres/postgres-statement.runner.js';
+import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
+import type { PostgresStatementRunner } from './postgres-statement.runner.js';
 import {
   type JobRegistration,
   type JobRow,
@@ -10,7 +10,7 @@ import {
   type TickSource,
   toJobInfo,
   toJobRun,
-} from './job-runs.store.js';
+} from '../job-runs.store.js';
 import * as SQL from './postgres-job-runs.queries.sql.js';
 
 /** `JobRunStore` on PostgreSQL: each operation is one statement. @internal */

@@ -1,5 +1,5 @@
-import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
-import type { MysqlStatementRunner } from '../store/mysql/mysql-statement.runner.js';
+import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
+import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 import {
   type JobRegistration,
   type JobRow,
@@ -10,7 +10,7 @@ import {
   type TickSource,
   toJobInfo,
   toJobRun,
-} from './job-runs.store.js';
+} from '../job-runs.store.js';
 import * as SQL from './mysql-job-runs.queries.sql.js';
 
 /** Epoch ms as a UTC `DATETIME(3)` literal (the driver would convert a Date in the client's time zone). */
