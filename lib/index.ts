@@ -47,6 +47,9 @@ export type {
   LockJobRun,
   LockJobInfo,
   LockJobRunQuery,
+  ScheduledTickOptions,
+  ScheduledTickCron,
+  ScheduledTickInterval,
 } from './interfaces/index.js';
 export {
   LOCK_ENTITIES,

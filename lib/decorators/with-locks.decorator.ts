@@ -3,10 +3,11 @@ import { InvalidLockSpecError } from '../errors/index.js';
 import type { LockSpec, LockSpecsFactory, WithLocksOptions } from '../interfaces/index.js';
 import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
 import { LockJobs } from '../jobs/lock-jobs.service.js';
-import { calledByTimer, type JobSchedule, scheduleOf } from '../jobs/job-schedule.util.js';
+import { takeScheduleInvocation } from '../jobs/schedule-invocation.context.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import { recordWithLocks } from './with-locks.registry.js';
 
 /** Methods `@WithLocks` accepts: the decorated method returns a Promise (or an Observable), so its own must too. */
 type LockableMethod = (...args: never[]) => Promise<unknown> | Observable<unknown>;
@@ -54,8 +55,9 @@ export type WithLocksDecorator<A extends unknown[] = never[]> = <T extends Locka
  * `transaction`, the method runs in a fenced transaction (see `WithLocksOptions.transaction`).
  * On a `@Cron` or `@Interval` job, each tick runs once across the fleet: the replica that takes the group claims the
  * tick in the database, the others skip it, and the run history records it (`scheduledRuns: 'per-replica'` runs it
- * on every replica instead). A direct call of such a method (not from the schedule's timer) is no tick: it runs
- * under the group like any other call. When the group is not available: scheduled jobs skip the run (one log line), other methods throw
+ * on every replica instead). A tick is the schedule's own invocation of the job, whatever decorators sit between
+ * `@Cron` and `@WithLocks`; any other call (a direct "run now", a retry from a timer of the application) is no tick:
+ * it runs under the group like any other call. When the group is not available: scheduled jobs skip the run (one log line), other methods throw
  * `LockNotAcquiredError` (HTTP 423 through `LockHttpInterceptor`); set `onUnavailable` to choose. Specs are checked
  * when the class is defined: a typo fails at start-up with `InvalidLockSpecError`.
  * @publicApi
@@ -71,24 +73,23 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
     if (typeof original !== 'function') {
       throw new InvalidLockSpecError(label, '@WithLocks decorates methods only');
     }
-    // The schedule is read at the first call: `@Cron` above `@WithLocks` adds its metadata after this decorator ran.
-    let schedule: JobSchedule | null | undefined;
     // A Proxy keeps the method's name and length; the service is looked up when the method is called, so nothing
     // depends on module import order or lifecycle-hook order.
     const wrapped = new Proxy(original, {
       // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
       async apply(method, thisArg, callArgs) {
-        const scheduled = Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
-        // A tick comes from the schedule module's timer; a direct call (a "run now") is no tick of the schedule.
-        const tick = scheduled && calledByTimer();
+        // A tick is the schedule's own invocation of this method on this instance (whatever decorators sit between);
+        // read before the first `await`, so that nothing else can take it.
+        const invocation = takeScheduleInvocation(thisArg, propertyKey);
         const service = LockServiceHost.resolve(thisArg, label);
         const call = () => Reflect.apply(method, thisArg, callArgs);
-        schedule ??= scheduled ? (scheduleOf(wrapped) ?? null) : null;
-        const jobs = schedule && tick ? LockJobs.of(service) : undefined;
-        if (schedule && jobs) {
+        const jobs = LockJobs.of(service);
+        const job = jobs?.catalog.jobOf(thisArg, propertyKey);
+        if (invocation && jobs && job) {
           // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
-          return jobs.runTick({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' }, lock.forCall(callArgs), call);
+          return jobs.runTick(job, lock.forCall(callArgs), call, invocation.firedAt);
         }
+        const scheduled = job !== undefined || Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
         return service.runLocked({
           target: label,
           lock: lock.forCall(callArgs),
@@ -99,6 +100,7 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
     });
     copyMethodMetadata(original, wrapped);
     Reflect.defineMetadata(LOCKS_METADATA, lock, wrapped);
+    recordWithLocks(target, propertyKey, lock);
     descriptor.value = wrapped;
     return descriptor;
   };

@@ -3,12 +3,14 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { LockJobs, type ScheduledJob } from '../jobs/lock-jobs.service.js';
 import { scheduleOf } from '../jobs/job-schedule.util.js';
 import { LockConfigurationError } from '../errors/index.js';
-import { LOCKS_METADATA } from '../lock.constants.js';
+import { withLocksOf } from '../decorators/with-locks.registry.js';
+import { jobIdentityOf } from '../jobs/job-catalog.js';
 import { LockDataSources } from '../services/lock-data-sources.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { LockService } from '../services/lock.service.js';
 import { returnTypeProblem } from '../utils/method-return.util.js';
+import { markScheduleInvocations } from './schedule-explorer.patch.js';
 import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
 
 interface DecoratedMethod {
@@ -21,8 +23,10 @@ interface DecoratedMethod {
  * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
  * warns when a permits row makes a decorated lock impossible to take, and fails the start-up when a fenced
  * transaction names a DataSource the application does not register or when a method cannot return a Promise or an
- * Observable (`returnTypeProblem`); registers the schedule of each scheduled job in
- * the run history. It never replaces a method.
+ * Observable (`returnTypeProblem`); declares each scheduled job under its identity (refusing a duplicate or a name
+ * the history cannot hold) and registers its schedule in the run history. It never replaces a method; it patches this
+ * application's `ScheduleExplorer` so that a tick is known as the schedule's own invocation (see
+ * `markScheduleInvocations`).
  * @internal
  */
 @Injectable()
@@ -41,6 +45,8 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   ) {}
 
   onModuleInit(): void {
+    // Before the timers are mounted (at bootstrap): every job the schedule registers runs as its own invocation.
+    markScheduleInvocations(this.discovery);
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const instance: unknown = wrapper.instance;
       // Request-scoped instances do not exist yet; their calls use the last initialised LockService.
@@ -49,19 +55,21 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
       if (!prototype) continue;
       let decorated = false;
       for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const method = (instance as Record<string, unknown>)[name];
-        const lock =
-          typeof method === 'function'
-            ? (Reflect.getMetadata(LOCKS_METADATA, method) as WithLocksDeclaration | undefined)
-            : undefined;
+        // Recorded by `@WithLocks` itself, so found whatever decorator wraps the method above it.
+        const lock = withLocksOf(prototype, name);
         if (!lock) continue;
         decorated = true;
+        const method = (instance as Record<string, unknown>)[name] as object;
         const label = `${instance.constructor.name}.${name}`;
         const problem = returnTypeProblem(prototype, name, method);
         if (problem !== undefined) throw new LockConfigurationError(`@WithLocks ${label} is refused: ${problem}`);
         this.methods.push({ label, lock });
-        const schedule = scheduleOf(method as object);
-        if (schedule) this.jobs.push({ label, schedule, runs: lock.scheduledRuns ?? 'once-per-tick' });
+        // The schedule is where `@nestjs/schedule` reads it: on the method the instance exposes.
+        const schedule = scheduleOf(method);
+        if (!schedule) continue;
+        const job: ScheduledJob = { label: jobIdentityOf(instance, name, method), schedule, runs: lock.scheduledRuns ?? 'once-per-tick' };
+        this.lockJobs.catalog.declare(job, `${label} in ${wrapper.host?.name ?? 'an unknown module'}`, { instance, key: name });
+        this.jobs.push(job);
       }
       if (decorated) LockServiceHost.bind(instance, this.service);
     }

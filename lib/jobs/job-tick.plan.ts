@@ -2,9 +2,9 @@ import type { LockJobRuns } from '../interfaces/index.js';
 import type { TickSource } from '../store/job-runs.store.js';
 import { cronTickOf, type JobSchedule } from './job-schedule.util.js';
 
-/** A scheduled `@WithLocks` method, as its decorator describes it. @internal */
+/** A scheduled `@WithLocks` method (or a job registered at run time), as its declaration describes it. @internal */
 export interface ScheduledJob {
-  /** `Class.method`. */
+  /** The job's identity: the schedule's own name, else `Class.method` (see `jobIdentityOf`). */
   readonly label: string;
   readonly schedule: JobSchedule;
   readonly runs: LockJobRuns;
@@ -21,15 +21,20 @@ export interface TickPlan {
   readonly next: (tick: number) => number | null;
 }
 
+/** Whether a job runs under a history name of each replica's own (`<identity>@<appId>`). @internal */
+export function runsPerReplica(job: ScheduledJob): boolean {
+  return job.runs === 'per-replica' || job.schedule.kind === 'timeout';
+}
+
 /**
- * How replica `appId` names the tick its timer fired for at `now` (its own clock): a `@Cron` tick by the nearest fire
- * time, a once-per-tick `@Interval` tick by the database's current period (named in the claim), a per-replica or
- * `@Timeout` run by the replica's clock under a job name of its own (`Class.method@appId`).
+ * How replica `appId` names the tick its timer fired for at `now` (its own clock): a `@Cron` tick by the latest fire time at
+ * or before `now` (see `cronTickOf`), a once-per-tick `@Interval` tick by the database's current period (named in the claim), a per-replica or
+ * `@Timeout` run by the replica's clock under a job name of its own (`<identity>@<appId>`).
  * @internal
  */
 export function planTick(job: ScheduledJob, appId: string, now: number): TickPlan {
   const { schedule } = job;
-  const perReplica = job.runs === 'per-replica' || schedule.kind === 'timeout';
+  const perReplica = runsPerReplica(job);
   const base = { job: perReplica ? `${job.label}@${appId}` : job.label, schedule: schedule.description };
   if (schedule.kind === 'cron') {
     const { tick, period, next } = cronTickOf(schedule.time, now);

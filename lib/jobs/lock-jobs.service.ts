@@ -21,6 +21,8 @@ import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim } from '../store/job-runs.store.js';
+import { JobCatalog } from './job-catalog.js';
+import { bindJobRunner } from './job-runner.host.js';
 import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
@@ -35,7 +37,7 @@ const PRUNE_BUDGET_SHARE = 0.5;
  * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
  * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
  * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
- * by its fire time (the nearest one to the replica's clock when its timer fires), a once-per-tick `@Interval` tick by
+ * by its fire time (the latest one at or before the replica's clock when the schedule invoked the job), a once-per-tick `@Interval` tick by
  * the current period of the database clock. Once shutdown has begun, ticks are skipped with one debug line.
  * @internal
  */
@@ -49,13 +51,17 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   private readonly skewWarnedAt = new Map<string, number>();
   /** Each job's last success (epoch ms, database clock, as last read or recorded here), for the metrics' gauge. */
   private readonly lastSucceeded = new Map<string, { readAt: number; ageMs: number }>();
+  /** The application's scheduled jobs, by identity and by the method that runs them (start-up refusals). */
+  readonly catalog: JobCatalog;
 
   constructor(
     private readonly service: LockService,
     @Inject(JobRunStore) private readonly store: JobRunStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly telemetry: LockTelemetry,
-  ) {}
+  ) {
+    this.catalog = new JobCatalog(options.appId);
+  }
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
   static of(service: LockService): LockJobs | undefined {
@@ -65,6 +71,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   /** @internal */
   onModuleInit(): void {
     LockJobs.byService.set(this.service, this);
+    bindJobRunner(this.service, this);
     this.telemetry.observeJobs(() => this.successAges());
   }
 
@@ -93,15 +100,16 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   /**
    * Runs one tick of `job`: the method runs (through `call`) only if this replica takes the job's locks and then wins
-   * the tick's claim. Resolves with the method's result, or undefined when the tick is skipped; rejects with the
-   * method's own error (the schedule module logs it), never with a shutdown.
+   * the tick's claim. `firedAt` is this replica's clock when the schedule invoked the job: it names a cron tick.
+   * Resolves with the method's result, or undefined when the tick is skipped; rejects with the method's own error
+   * (the schedule module logs it), never with a shutdown.
    */
-  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
+  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
     if (this.closing) {
       this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
       return Promise.resolve(undefined);
     }
-    const tick = this.tick(job, lock, call);
+    const tick = this.tick(job, lock, call, firedAt);
     this.ticks.add(tick);
     const forget = () => void this.ticks.delete(tick);
     tick.then(forget, forget);
@@ -137,8 +145,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     return total;
   }
 
-  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown): Promise<unknown> {
-    const firedAt = Date.now();
+  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
     const plan = planTick(job, this.service.appId, firedAt);
     let claim: TickClaim | undefined;
     let stamp = 0;

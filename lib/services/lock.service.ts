@@ -11,9 +11,11 @@ import type {
   LockPermits,
   LockSpec,
   LockStats,
+  ScheduledTickOptions,
   TryLocksOptions,
   WithLocksOptions,
 } from '../interfaces/index.js';
+import { scheduledTick } from '../jobs/scheduled-tick.factory.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
@@ -294,6 +296,26 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
       onUnavailable: lock.onUnavailable ?? 'throw',
       call: fn,
     })) as T | undefined;
+  }
+
+  /**
+   * Wraps the callback of a job registered at run time (`SchedulerRegistry.addCronJob` / `addInterval`) so that each
+   * call of the returned function is one tick of the job `job`: claimed once across the fleet under `options.locks`
+   * and recorded in the run history, as a `@Cron` / `@Interval` method under `@WithLocks` is. Give `new CronJob` the
+   * same `cron` and `timeZone` (or `setInterval` the same `intervalMs`): they name the ticks. The returned function
+   * never rejects (the callback's error is logged, as the schedule module does); keep it to re-register the job after
+   * deleting it. Call it after `LockModule` is initialised (in `onModuleInit` or later).
+   *
+   * ```ts
+   * const tick = this.locks.scheduledTick('reports.rebuild', { cron: '0 *\/5 * * * *', locks: ['REPORTS_WRITE'] }, () => this.rebuild());
+   * this.schedulerRegistry.addCronJob('reports.rebuild', new CronJob('0 *\/5 * * * *', tick));
+   * ```
+   * @param job the job's identity in the run history (1 to 200 characters), unique in the application.
+   * @throws InvalidLockArgumentError / InvalidLockSpecError for invalid input, before any database call.
+   * @throws LockConfigurationError when another scheduled job of the application has the identity `job`.
+   */
+  scheduledTick(job: string, options: ScheduledTickOptions, callback: () => unknown): () => Promise<void> {
+    return scheduledTick(this, job, options, callback);
   }
 
   /** The engine behind `@WithLocks` and `withLocks`. @internal */

@@ -154,11 +154,12 @@ for (const dialect of DIALECTS) {
       Logger.overrideLogger(false);
       expect(slow).toEqual({ started: 1, ended: 1 });
       expect(lines.filter((line) => line.level === 'error' || line.level === 'warn')).toEqual([]);
-      expect(lines.filter((line) => /Skipped a tick of ShutdownJobs\.run/.test(line.message))).toEqual([
-        { level: 'debug', message: 'Skipped a tick of ShutdownJobs.run: the application is shutting down' },
+      // The job's identity is its schedule's own name.
+      expect(lines.filter((line) => /Skipped a tick of slow-job/.test(line.message))).toEqual([
+        { level: 'debug', message: 'Skipped a tick of slow-job: the application is shutting down' },
       ]);
       // The run under way recorded its end before the pool closed.
-      expect((await historyOf(db, 'ShutdownJobs.run')).map((row) => row.outcome)).toEqual(['succeeded']);
+      expect((await historyOf(db, 'slow-job')).map((row) => row.outcome)).toEqual(['succeeded']);
     });
 
     it('never overlaps two runs of a job, even when its locks would let them (a read lock with 5 permits)', async () => {

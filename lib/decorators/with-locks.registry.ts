@@ -1,0 +1,24 @@
+import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
+
+/** Each `@WithLocks` declaration, by the prototype and key it decorated, recorded when the class is defined. */
+const declarations = new WeakMap<object, Map<string | symbol, WithLocksDeclaration>>();
+
+/** Records that `@WithLocks` decorated `prototype[key]`. @internal */
+export function recordWithLocks(prototype: object, key: string | symbol, lock: WithLocksDeclaration): void {
+  let keys = declarations.get(prototype);
+  if (keys === undefined) declarations.set(prototype, (keys = new Map()));
+  keys.set(key, lock);
+}
+
+/**
+ * The `@WithLocks` declaration of the method `key` an object of class prototype `prototype` runs: found on the first
+ * prototype of the chain that defines `key` (an inherited method is its base class's; an override without
+ * `@WithLocks` has none), whatever other decorators replaced the method there or hid its metadata.
+ * @internal
+ */
+export function withLocksOf(prototype: object, key: string | symbol): WithLocksDeclaration | undefined {
+  for (let current: object | null = prototype; current !== null; current = Object.getPrototypeOf(current) as object | null) {
+    if (Object.prototype.hasOwnProperty.call(current, key)) return declarations.get(current)?.get(key);
+  }
+  return undefined;
+}
