@@ -5,9 +5,10 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Cron, Interval, ScheduleModule } from '@nestjs/schedule';
+import { Cron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob } from 'cron';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES, LockModule, WithLocks } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES, LockModule, LockService, WithLocks } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 
@@ -94,8 +95,97 @@ class HangingCron {
 }
 decorate(HangingCron, 'run', Cron('* * * * * *'), WithLocks('HANGING_WRITE'));
 
-const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron };
-const providers = (env.JOBS ?? 'FleetCron').split(',').map((name) => JOBS[/** @type {keyof typeof JOBS} */ (name)]);
+/**
+ * A job the application also calls from a timer of its own: a "retry" at 700 ms past each second of this replica's
+ * clock (a direct call, never a tick). Its hits say which: `app-timer-cron:tick` or `app-timer-cron:retry`.
+ */
+class AppTimerCron {
+  /** @param {'tick' | 'retry'} caller */
+  async run(caller = 'tick') {
+    await work(`app-timer-cron:${caller}`);
+  }
+
+  onApplicationBootstrap() {
+    const retry = () => void this.run('retry').catch(() => undefined);
+    this.timer = setTimeout(() => {
+      retry();
+      this.timer = setInterval(retry, 1000);
+    }, 1700 - (Date.now() % 1000));
+  }
+
+  beforeApplicationShutdown() {
+    clearTimeout(this.timer);
+    clearInterval(this.timer);
+  }
+}
+decorate(AppTimerCron, 'run', Cron('* * * * * *'), WithLocks('APP_TIMER_WRITE'));
+
+/** A user's decorator between @Cron and @WithLocks: awaits once, copies no metadata. */
+const awaitOnce = (/** @type {object} */ _target, /** @type {string} */ _key, /** @type {PropertyDescriptor} */ descriptor) => {
+  const inner = descriptor.value;
+  descriptor.value = async function (/** @type {unknown[]} */ ...args) {
+    await Promise.resolve();
+    return inner.apply(this, args);
+  };
+  return descriptor;
+};
+
+class DecoratedCron {
+  async run() {
+    await work('decorated-cron');
+  }
+}
+decorate(DecoratedCron, 'run', Cron('* * * * * *'), awaitOnce, WithLocks('DECORATED_WRITE'));
+
+/** Two job classes named TasksService, each in a module of its own; NAMED_TWINS=1 gives their schedules names. */
+const twin = (/** @type {string} */ module, /** @type {`${string}_WRITE`} */ lock) => {
+  const TasksService = class TasksService {
+    async run() {
+      await work(`twin-${module}`);
+    }
+  };
+  const name = env.NAMED_TWINS === '1' ? { name: `reports-${module}` } : {};
+  decorate(TasksService, 'run', Cron('* * * * * *', name), WithLocks(lock));
+  const TwinModule = class {};
+  Object.defineProperty(TwinModule, 'name', { value: `Twin${module.toUpperCase()}Module` });
+  Module({ providers: [TasksService] })(TwinModule);
+  return TwinModule;
+};
+
+/** A job inherited from a base class: the job of the subclass, `InheritedCron.run`. */
+class BaseCron {
+  async run() {
+    await work('inherited-cron');
+  }
+}
+decorate(BaseCron, 'run', Cron('* * * * * *'), WithLocks('INHERITED_WRITE'));
+class InheritedCron extends BaseCron {}
+Injectable()(InheritedCron);
+
+/** A job registered at run time (SchedulerRegistry.addCronJob), each tick through LockService.scheduledTick. */
+class RuntimeCron {
+  /** @param {LockService} locks @param {SchedulerRegistry} registry */
+  constructor(locks, registry) {
+    this.locks = locks;
+    this.registry = registry;
+  }
+
+  onModuleInit() {
+    const tick = this.locks.scheduledTick('runtime-cron', { cron: '* * * * * *', locks: ['RUNTIME_WRITE'] }, () => work('runtime-cron'));
+    const job = new CronJob('* * * * * *', tick);
+    this.registry.addCronJob('runtime-cron', job);
+    job.start();
+  }
+}
+Injectable()(RuntimeCron);
+Reflect.defineMetadata('design:paramtypes', [LockService, SchedulerRegistry], RuntimeCron);
+
+const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, AppTimerCron, DecoratedCron, InheritedCron, RuntimeCron };
+/** Jobs that come in modules of their own. */
+const MODULES = { Twins: () => [twin('a', 'TWIN_A_WRITE'), twin('b', 'TWIN_B_WRITE')] };
+const names = (env.JOBS ?? 'FleetCron').split(',');
+const providers = names.filter((name) => name in JOBS).map((name) => JOBS[/** @type {keyof typeof JOBS} */ (name)]);
+const modules = names.filter((name) => name in MODULES).flatMap((name) => MODULES[/** @type {keyof typeof MODULES} */ (name)]());
 
 class ReplicaModule {}
 Module({
@@ -111,6 +201,7 @@ Module({
       renewIntervalMs: env.RENEW_MS ? Number(env.RENEW_MS) : undefined,
       reaperIntervalMs: Number(env.REAPER_MS ?? 10000),
     }),
+    ...modules,
   ],
   providers,
 })(ReplicaModule);
