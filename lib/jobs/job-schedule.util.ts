@@ -113,7 +113,8 @@ function latestAtOrBefore(after: (ms: number) => number, t: number): number {
   // after(low) <= t; after(high) > t.
   let high = t;
   while (high - low > 1000) {
-    const middle = low + Math.floor((high - low) / 2000) * 1000;
+    // Whole seconds from `low`, strictly between `low` and `high` (at least a second: `high - low` exceeds one).
+    const middle = low + Math.max(1, Math.floor((high - low) / 2000)) * 1000;
     if (after(middle) <= t) low = middle;
     else high = middle;
   }

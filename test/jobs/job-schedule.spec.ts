@@ -83,6 +83,10 @@ describe('cronTickOf: the fire time a replica timer fired for', () => {
     expect(cronTickOf(late.time, friday + 45 * 60_000).tick).toBe(friday);
     // About twice log2 of the 2 700 s gap, plus the two ahead and one doubling past it.
     expect(late.calls()).toBeLessThanOrEqual(2 * Math.ceil(Math.log2(2700)) + 6);
+    // From anywhere in the gap (timers up to 15 h late), the same tick: never one of the seconds before it.
+    for (let late = 1_337; late < 15 * 3_600_000; late += 1_234_567) {
+      expect(new Date(cronTickOf(new CronTime('* * 9-17 * * 1-5', 'UTC'), friday + late).tick)).toEqual(new Date(friday));
+    }
   });
 
   it('names a monthly tick from late in the month in a bounded number of steps', () => {
