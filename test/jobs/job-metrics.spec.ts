@@ -39,9 +39,10 @@ for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on $
   });
 
   it('counts ticks by job and outcome on each replica, and reports the age of each job last success', async () => {
-    // Two replicas: each tick runs on one, the other counts it skipped (already run elsewhere).
+    // Two replicas: each tick runs on one, the other counts it skipped (already run elsewhere). A job is named by its
+    // schedule's name when it has one.
     for (const appId of ['metered-a', 'metered-b']) apps.push(await createLockApp(db.url, { appId, reaperIntervalMs: 300 }, 4, [MeteredJobs]));
-    const runs = (outcome: string, job = 'MeteredJobs.report') =>
+    const runs = (outcome: string, job = 'metered-report') =>
       sdk.collect().then((collected) => total(collected, M('job.runs'), { job, outcome }));
     // The replica that comes second finds the locks busy (the run under way) or the tick claimed (run elsewhere).
     const skipped = async () => (await runs('skipped-busy')) + (await runs('skipped-elsewhere'));
@@ -50,7 +51,7 @@ for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on $
     expect(total(collected, M('job.runs'), { job: 'MeteredJobs.failing', outcome: 'failed' })).toBeGreaterThanOrEqual(3);
     expect(total(collected, M('job.runs'), { job: 'MeteredJobs.failing', outcome: 'succeeded' })).toBe(0);
     // The gauge: seconds since the last success anywhere in the fleet (never for the failing job: no point at all).
-    const ages = (collected.get(M('job.last_success.age')) ?? []).filter((point) => point.attributes.job === 'MeteredJobs.report');
+    const ages = (collected.get(M('job.last_success.age')) ?? []).filter((point) => point.attributes.job === 'metered-report');
     expect(ages.length).toBeGreaterThanOrEqual(1);
     for (const age of ages) expect(age.value).toBeLessThan(2.5);
     expect(ages.map((age) => age.attributes['app.id'])).toEqual(expect.arrayContaining(['metered-a']));
@@ -59,7 +60,7 @@ for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on $
     await Promise.all(apps.splice(1).map((app) => app.close()));
     await apps[0]!.app.get(SchedulerRegistry).getCronJob('metered-report').stop();
     await sleep(1500);
-    const after = total(await sdk.collect(), M('job.last_success.age'), { job: 'MeteredJobs.report', 'app.id': 'metered-a' });
+    const after = total(await sdk.collect(), M('job.last_success.age'), { job: 'metered-report', 'app.id': 'metered-a' });
     expect(after).toBeGreaterThan(1.4);
   });
 });
