@@ -14,6 +14,7 @@ export interface ScheduledTickCron {
    * @default the system's, as `CronJob`'s
    */
   readonly timeZone?: string;
+  /** Not with `cron`: a job has one schedule. */
   readonly intervalMs?: never;
 }
 
@@ -24,7 +25,9 @@ export interface ScheduledTickCron {
 export interface ScheduledTickInterval {
   /** The period given to `setInterval`, in ms (an integer from 1 to 2147483647): one tick per period of the database clock. */
   readonly intervalMs: number;
+  /** Not with `intervalMs`: a job has one schedule. */
   readonly cron?: never;
+  /** Only with `cron`. */
   readonly timeZone?: never;
 }
 

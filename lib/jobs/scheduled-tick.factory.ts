@@ -56,7 +56,8 @@ function scheduleOfOptions(options: ScheduledTickOptions): JobSchedule {
     try {
       return cronSchedule(cron, timeZone);
     } catch (error) {
-      throw new InvalidLockArgumentError('cron', `${cron}${timeZone ? ` (${timeZone})` : ''}`, `an expression and zone CronJob takes: ${(error as Error).message}`);
+      const given = `${cron}${timeZone ? ` (${timeZone})` : ''}`;
+      throw new InvalidLockArgumentError('cron', given, `an expression and zone CronJob takes: ${(error as Error).message}`);
     }
   }
   if (typeof intervalMs !== 'number' || !Number.isInteger(intervalMs) || intervalMs < 1 || intervalMs > MAX_WAIT_MS) {
