@@ -37,8 +37,9 @@ const PRUNE_BUDGET_SHARE = 0.5;
  * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
  * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
  * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
- * by its fire time (the latest one at or before the replica's clock when the schedule invoked the job), a once-per-tick `@Interval` tick by
- * the current period of the database clock. Once shutdown has begun, ticks are skipped with one debug line.
+ * by its fire time (the latest one at or before the replica's clock when the schedule invoked the job), a
+ * once-per-tick `@Interval` tick by the current period of the database clock. Once shutdown has begun, ticks are
+ * skipped with one debug line.
  * @internal
  */
 @Injectable()
