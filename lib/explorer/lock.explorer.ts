@@ -45,8 +45,6 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   ) {}
 
   onModuleInit(): void {
-    // Before the timers are mounted (at bootstrap): every job the schedule registers runs as its own invocation.
-    markScheduleInvocations(this.discovery);
     for (const wrapper of [...this.discovery.getControllers(), ...this.discovery.getProviders()]) {
       const instance: unknown = wrapper.instance;
       // Request-scoped instances do not exist yet; their calls use the last initialised LockService.
@@ -73,6 +71,8 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
       }
       if (decorated) LockServiceHost.bind(instance, this.service);
     }
+    // Before the timers are mounted (at bootstrap): every job the schedule registers runs as its own invocation.
+    if (this.jobs.length > 0) markScheduleInvocations(this.discovery);
   }
 
   /** Logs the decorated methods, checks their permits and DataSources, and registers the scheduled jobs' schedules. */
