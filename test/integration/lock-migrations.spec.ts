@@ -57,6 +57,13 @@ async function jobHistory(db: TestDatabase): Promise<boolean> {
   return rows.length === 2;
 }
 
+/** Whether `locking_job_run.claimable_until` and `locking_claim_job_tick` exist (JobRunClaims1796600000000). */
+async function jobClaims(db: TestDatabase): Promise<boolean> {
+  const column = await db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'locking_job_run' AND column_name = 'claimable_until'`);
+  const fn = await db.query(`SELECT 1 FROM pg_proc WHERE proname = 'locking_claim_job_tick'`);
+  return column.length === 1 && fn.length === 1;
+}
+
 describe('shipped migrations', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
@@ -87,6 +94,14 @@ describe('shipped migrations', () => {
     expect(await forcedRelease(db)).toBe(true);
     expect(await groupChecks(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    expect(await jobClaims(db)).toBe(true);
+    await dataSource.undoLastMigration(); // the job claims' column and function go; the history stays
+    expect(await jobClaims(db)).toBe(false);
+    expect(await jobHistory(db)).toBe(true);
+    app = await createLockApp(db.url, { appId: 'twelfth' });
     await exerciseEngine(app.locks);
     await app.close();
 

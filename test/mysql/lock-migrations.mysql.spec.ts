@@ -117,6 +117,13 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
         WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
     expect(await releaseText()).toContain('locking_doorbells');
+    const claimsColumn = async () =>
+      (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+        AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
+    expect(await claimsColumn()).toBe(1);
+    await dataSource.undoLastMigration(); // the job claims: their column goes, the history stays
+    expect(await claimsColumn()).toBe(0);
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
     expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
@@ -144,7 +151,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 5; undone < NAMES.length; undone++) {
+    for (let undone = 6; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

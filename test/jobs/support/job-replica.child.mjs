@@ -94,7 +94,17 @@ class HangingCron {
 }
 decorate(HangingCron, 'run', Cron('* * * * * *'), WithLocks('HANGING_WRITE'));
 
-const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron };
+/** A job under a read lock (the test gives it permits): its locks alone would let its runs overlap. SHARED_MS per run. */
+class SharedCron {
+  async run() {
+    await hit('shared-cron', 'start');
+    await sleep(Number(env.SHARED_MS ?? 1500));
+    await hit('shared-cron', 'end');
+  }
+}
+decorate(SharedCron, 'run', Cron('* * * * * *'), WithLocks('SHARED_CRON_READ'));
+
+const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, SharedCron };
 const providers = (env.JOBS ?? 'FleetCron').split(',').map((name) => JOBS[/** @type {keyof typeof JOBS} */ (name)]);
 
 class ReplicaModule {}
@@ -110,6 +120,7 @@ Module({
       leaseMs: Number(env.LEASE_MS ?? 30000),
       renewIntervalMs: env.RENEW_MS ? Number(env.RENEW_MS) : undefined,
       reaperIntervalMs: Number(env.REAPER_MS ?? 10000),
+      ...(env.LOG_RETENTION_MS ? { logRetentionMs: Number(env.LOG_RETENTION_MS) } : {}),
     }),
   ],
   providers,
