@@ -13,10 +13,15 @@ export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? A
 
 /**
  * ? job: locks the job's row until the claim commits, so that the claims of one job are serialised (the statements
- * after it, at READ COMMITTED, see every claim committed before). The row is normally there since the job registered;
- * when it is not, it is made with an empty schedule that the end of the run fills in.
+ * after it, at READ COMMITTED, see every claim committed before). A locking read: no row written.
  */
-export const LOCK_JOB = `INSERT INTO locking_job (job, schedule, updated) VALUES (?, '', UTC_TIMESTAMP(6))
+export const LOCK_JOB = `SELECT job FROM locking_job WHERE job = ? FOR UPDATE`;
+
+/**
+ * ? job: makes and locks the job's row when `LOCK_JOB` found none (the job's registration failed), with an empty
+ * schedule that the end of the run fills in.
+ */
+export const ADD_JOB = `INSERT INTO locking_job (job, schedule, updated) VALUES (?, '', UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE job = job`;
 
 /**

@@ -29,7 +29,7 @@ export class MysqlJobRunStore extends JobRunStore {
   claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
     // `grants`: a claim whose COMMIT was sent and whose answer was lost is `outcomeUnknown` (then made again).
     return claimResolvingLoss(stamp, () => this.runner.transaction('claimJobTick', true, async (tx) => {
-      if (stamp !== null) await tx.write(SQL.LOCK_JOB, [job]);
+      if (stamp !== null && (await tx.select<unknown>(SQL.LOCK_JOB, [job])).length === 0) await tx.write(SQL.ADD_JOB, [job]);
       let tick: number;
       if ('at' in source) {
         tick = source.at;
