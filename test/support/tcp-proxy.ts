@@ -94,14 +94,7 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
     const fromClient = new MessageSplitter(true);
     const fromServer = new MessageSplitter(false);
     let faulted: ProxyFault | undefined;
-    const end = () => {
-      sockets.delete(client);
-      sockets.delete(upstream);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', () => faulted !== 'stall' && end());
-    upstream.on('error', end).on('close', () => faulted !== 'stall' && end());
+    joinTo(client, upstream, sockets, () => faulted === 'stall');
     upstream.connect(Number(target.port || 5432), target.hostname);
     client.on('data', (chunk: Buffer) => {
       if (faulted) return; // after a fault nothing more reaches the server
@@ -152,14 +145,7 @@ async function startMysqlFaultProxy(target: URL): Promise<FaultProxy> {
     /** The fault waiting for its COMMIT on this connection, then striking at the answer. */
     let pending: ProxyFault | undefined;
     let faulted: ProxyFault | undefined;
-    const end = () => {
-      sockets.delete(client);
-      sockets.delete(upstream);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', () => faulted !== 'stall' && end());
-    upstream.on('error', end).on('close', () => faulted !== 'stall' && end());
+    joinTo(client, upstream, sockets, () => faulted === 'stall');
     upstream.connect(Number(target.port || 3306), target.hostname);
     client.on('data', (chunk: Buffer) => {
       if (faulted) return; // after a fault nothing more reaches the server
@@ -232,4 +218,16 @@ async function listening(server: Server, sockets: Set<Socket>, arming: Arming): 
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Ends both sockets of a proxied connection when either breaks or closes, unless the connection is stalled. */
+function joinTo(client: Socket, upstream: Socket, sockets: Set<Socket>, stalled: () => boolean): void {
+  const end = () => {
+    sockets.delete(client);
+    sockets.delete(upstream);
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', end).on('close', () => !stalled() && end());
+  upstream.on('error', end).on('close', () => !stalled() && end());
 }
