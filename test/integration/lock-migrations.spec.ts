@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
-import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService, LockTablesMissingError } from 'nestjs-db-locks';
+import { createJobRunStore } from '../../lib/store/lock-stores.factory.js';
+import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 import { exerciseEngine } from '../support/exercise-engine.js';
 import { createLockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -101,6 +103,11 @@ describe('shipped migrations', () => {
     await dataSource.undoLastMigration(); // the job claims' column and function go; the history stays
     expect(await jobClaims(db)).toBe(false);
     expect(await jobHistory(db)).toBe(true);
+    // The code of this version on it: its claims and pruning say the migration is missing (the jobs then run under
+    // their locks, without history, as before the history existed).
+    const claims = createJobRunStore(dataSource, resolveLockOptions({ appId: 'twelfth' }));
+    await expect(claims.claim('Old.run', { at: 0 }, 'twelfth', 1)).rejects.toBeInstanceOf(LockTablesMissingError);
+    await expect(claims.pruneRuns(1000, 10)).rejects.toBeInstanceOf(LockTablesMissingError);
     app = await createLockApp(db.url, { appId: 'twelfth' });
     await exerciseEngine(app.locks);
     await app.close();

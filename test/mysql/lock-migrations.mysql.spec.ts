@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
-import { LOCK_MIGRATIONS, LOCK_MYSQL_ENTITIES, LockAdminService } from 'nestjs-db-locks';
+import { LOCK_MIGRATIONS, LOCK_MYSQL_ENTITIES, LockAdminService, LockTablesMissingError } from 'nestjs-db-locks';
+import { createJobRunStore } from '../../lib/store/lock-stores.factory.js';
+import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 import { exerciseEngine } from '../support/exercise-engine.js';
 import { createLockApp } from '../support/lock-app.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
@@ -123,6 +125,11 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect(await claimsColumn()).toBe(1);
     await dataSource.undoLastMigration(); // the job claims: their column goes, the history stays
     expect(await claimsColumn()).toBe(0);
+    // The code of this version on it: its claims and pruning say the migration is missing (the jobs then run under
+    // their locks, without history, as before the history existed).
+    const claims = createJobRunStore(dataSource, resolveLockOptions({ appId: 'twelfth' }));
+    await expect(claims.claim('Old.run', { at: 0 }, 'twelfth', 1)).rejects.toBeInstanceOf(LockTablesMissingError);
+    await expect(claims.pruneRuns(1000, 10)).rejects.toBeInstanceOf(LockTablesMissingError);
     expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
     expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
