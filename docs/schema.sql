@@ -45,6 +45,7 @@ CREATE TABLE locking_job_run (
   error character varying(200),
   skipped_busy integer NOT NULL DEFAULT 0,
   skipped_elsewhere integer NOT NULL DEFAULT 0,
+  claimable_until timestamp with time zone,
   CONSTRAINT locking_job_run_pk PRIMARY KEY (job, tick),
   CONSTRAINT locking_job_run_outcome_check CHECK (((outcome)::text = ANY ((ARRAY['running'::character varying, 'succeeded'::character varying, 'failed'::character varying, 'lock-lost'::character varying, 'skipped'::character varying])::text[])))
 );
@@ -90,6 +91,57 @@ CREATE TABLE locking_waiters (
   CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
 );
 CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
+
+CREATE OR REPLACE FUNCTION public.locking_claim_job_tick(p_job character varying, p_at double precision, p_period double precision, p_app_id character varying, p_stamp bigint, p_until double precision)
+ RETURNS TABLE(tick_ms double precision, claimed boolean, busy boolean, now_ms double precision)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+BEGIN
+  IF p_stamp IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
+    RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
+                        (extract(epoch FROM clock_timestamp()) * 1000)::float8
+                   FROM locking_job_run r
+                  WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
+                  LIMIT 1;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  END IF;
+  RETURN QUERY
+  WITH t AS (
+    SELECT COALESCE(to_timestamp(p_at / 1000),
+                    to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / p_period) * p_period / 1000)) AS tick
+  ), b AS (
+    SELECT p_stamp IS NULL OR EXISTS (
+      SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+       WHERE r.job = p_job AND r.outcome = 'running' AND r.tick <> t.tick) AS busy
+      FROM t
+  ), c AS (
+    INSERT INTO locking_job_run AS r (job, tick, outcome, app_id, stamp, started, skipped_busy, claimable_until)
+    SELECT p_job, t.tick, CASE WHEN b.busy THEN 'skipped' ELSE 'running' END,
+           CASE WHEN b.busy THEN NULL ELSE p_app_id END, CASE WHEN b.busy THEN NULL ELSE p_stamp END,
+           CASE WHEN b.busy THEN NULL ELSE clock_timestamp() END, CASE WHEN b.busy THEN 1 ELSE 0 END,
+           CASE WHEN p_at IS NULL THEN t.tick + p_period * interval '1 millisecond'
+                ELSE GREATEST(t.tick, to_timestamp(p_until / 1000)) END
+      FROM t, b
+    ON CONFLICT (job, tick) DO UPDATE SET
+      app_id = CASE WHEN r.outcome = 'skipped' THEN excluded.app_id ELSE r.app_id END,
+      stamp = CASE WHEN r.outcome = 'skipped' THEN excluded.stamp ELSE r.stamp END,
+      started = CASE WHEN r.outcome = 'skipped' THEN excluded.started ELSE r.started END,
+      skipped_busy = r.skipped_busy + excluded.skipped_busy,
+      skipped_elsewhere = r.skipped_elsewhere
+        + CASE WHEN r.outcome <> 'skipped' AND excluded.outcome = 'running' THEN 1 ELSE 0 END,
+      claimable_until = GREATEST(r.claimable_until, excluded.claimable_until),
+      outcome = CASE WHEN r.outcome = 'skipped' THEN excluded.outcome ELSE r.outcome END
+    RETURNING r.tick, r.outcome, r.stamp
+  )
+  SELECT (extract(epoch FROM c.tick) * 1000)::float8, c.outcome = 'running' AND c.stamp IS NOT DISTINCT FROM p_stamp,
+         b.busy, (extract(epoch FROM clock_timestamp()) * 1000)::float8
+    FROM c, b;
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION public.locking_force_release(p_stamp bigint, p_actor text, p_reason text)
  RETURNS TABLE(app_id text, instance text, lock_names text[], lock_modes text[], held_for_ms double precision)

@@ -79,6 +79,7 @@ export {
   LockInstances1796200000000,
   FasterMysqlLockProcedures1796400000000,
   MysqlLockDoorbells1796500000000,
+  JobRunClaims1796600000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

@@ -38,7 +38,8 @@ export function planTick(job: ScheduledJob, appId: string, now: number): TickPla
   const base = { job: perReplica ? `${job.label}@${appId}` : job.label, schedule: schedule.description };
   if (schedule.kind === 'cron') {
     const { tick, period, next } = cronTickOf(schedule.time, now);
-    return { ...base, source: { at: tick }, skewBoundMs: perReplica ? undefined : period / 3, next: () => next };
+    // Claimable until its next fire time: no timer names this tick after that (the skew bound is a third of a period).
+    return { ...base, source: { at: tick, until: next }, skewBoundMs: perReplica ? undefined : period / 3, next: () => next };
   }
   if (perReplica) {
     return { ...base, source: { at: now }, next: (tick) => (schedule.kind === 'interval' ? tick + schedule.ms : null) };

@@ -34,6 +34,12 @@ const SKEW_WARNING_EVERY_MS = 60_000;
 const PRUNE_BUDGET_SHARE = 0.5;
 
 /**
+ * A job is retired when no replica has kept it for this many reaper intervals (and at least the retention): live
+ * replicas keep the jobs they registered at every pruning run, one reaper interval apart.
+ */
+const RETIRE_AFTER_REAPER_INTERVALS = 3;
+
+/**
  * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
  * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
  * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
@@ -54,6 +60,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   private readonly lastSucceeded = new Map<string, { readAt: number; ageMs: number }>();
   /** The application's scheduled jobs, by identity and by the method that runs them (start-up refusals). */
   readonly catalog: JobCatalog;
+  /** The jobs this replica registered (their names in the history), kept alive at each pruning run. */
+  private readonly registered = new Set<string>();
 
   constructor(
     private readonly service: LockService,
@@ -91,6 +99,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     const plan = planTick(job, this.service.appId, Date.now());
     const source = plan.source;
     const nextTick = 'at' in source ? plan.next(source.at) : null;
+    this.registered.add(plan.job);
     await this.store
       .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
       .catch((error: unknown) => {
@@ -117,7 +126,11 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     return tick;
   }
 
-  /** Prunes the history (as the lock log is pruned) and reloads the jobs' last successes for the gauge. */
+  /**
+   * Prunes the history (as the lock log is pruned), keeps this replica's jobs registered and retires those that no
+   * replica has kept for max(logRetentionMs, 3 reaper intervals) (per-replica and `@Timeout` jobs of replicas gone),
+   * then reloads the jobs' last successes for the gauge (whose series of retired jobs go).
+   */
   async prune(): Promise<number> {
     try {
       return await this.pruneHistory();
@@ -141,6 +154,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         total += pruned;
         if (pruned < PRUNE_BATCH_ROWS || performance.now() >= deadline) break;
       }
+      await this.store.keepJobs([...this.registered]);
+      await this.store.retireJobs(Math.max(retention, RETIRE_AFTER_REAPER_INTERVALS * this.options.reaperIntervalMs));
     }
     if (this.telemetry.enabled) await this.readSuccesses();
     return total;
@@ -268,6 +283,9 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   private async readSuccesses(): Promise<void> {
     const jobs = await this.store.listJobs();
     const readAt = performance.now();
+    // A job retired (or deleted) has no series any more.
+    const listed = new Set(jobs.map(({ job }) => job));
+    for (const job of this.lastSucceeded.keys()) if (!listed.has(job)) this.lastSucceeded.delete(job);
     for (const { job, lastSucceededAt, lastSucceededAgeSeconds } of jobs) {
       if (lastSucceededAt === null || lastSucceededAgeSeconds === null) continue;
       this.lastSucceeded.set(job, { readAt, ageMs: lastSucceededAgeSeconds * 1000 });

@@ -9,6 +9,7 @@ import { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 import { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 import { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-mysql-lock-procedures.js';
 import { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
+import { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -21,6 +22,7 @@ export { JobRunHistory1796000000000 } from './1796000000000-job-run-history.js';
 export { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 export { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-mysql-lock-procedures.js';
 export { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
+export { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -39,6 +41,7 @@ export const LOCK_MIGRATIONS = [
   LockInstances1796200000000,
   FasterMysqlLockProcedures1796400000000,
   MysqlLockDoorbells1796500000000,
+  JobRunClaims1796600000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

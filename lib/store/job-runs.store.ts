@@ -1,7 +1,13 @@
+import { LockStoreError } from '../errors/index.js';
 import type { LockJobInfo, LockJobOutcome, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
 
-/** A tick to claim: a fire time (epoch ms), or the current period of `periodMs` on the database clock. @internal */
-export type TickSource = { readonly at: number } | { readonly periodMs: number };
+/**
+ * A tick to claim: a fire time (epoch ms) that may be claimed until `until` (epoch ms: a cron tick's next fire time;
+ * absent: only the tick itself, as a per-replica or `@Timeout` run), or the current period of `periodMs` on the
+ * database clock (claimable until the period ends). Pruning keeps a tick's row until it can no longer be claimed.
+ * @internal
+ */
+export type TickSource = { readonly at: number; readonly until?: number | null } | { readonly periodMs: number };
 
 /** What a claim found. @internal */
 export interface TickClaim {
@@ -37,7 +43,9 @@ export interface JobRegistration {
 export abstract class JobRunStore {
   /**
    * Claims `tick` of `job` for a run under `stamp` (null: the replica found the job's locks busy, and only counts
-   * itself). Exactly one claim of a tick is `claimed`, across the fleet.
+   * itself). Exactly one claim of a tick is `claimed`, across the fleet, and at most one run of a job is `running` with
+   * a live grant: the claims of one job are serialised. A claim under a stamp that already claimed a tick of the job
+   * returns that tick, `claimed` (so a claim whose answer was lost is made again safely: see `claimResolvingLoss`).
    */
   abstract claim(job: string, tick: TickSource, appId: string, stamp: number | null): Promise<TickClaim>;
   /** Records the end of the run of `tick` claimed under `stamp`. */
@@ -48,8 +56,35 @@ export abstract class JobRunStore {
   abstract listRuns(query: Required<Pick<LockJobRunQuery, 'limit'>> & LockJobRunQuery): Promise<LockJobRun[]>;
   /** Every registered job, without its runs. */
   abstract listJobs(): Promise<Array<Omit<LockJobInfo, 'lastRuns'>>>;
-  /** Deletes up to `limit` ended runs whose tick is older than `retentionMs`; returns how many. */
+  /**
+   * Deletes up to `limit` ended runs whose tick is older than `retentionMs` and that can no longer be claimed (past
+   * their `claimable_until`); returns how many.
+   */
   abstract pruneRuns(retentionMs: number, limit: number): Promise<number>;
+  /** Marks `jobs` (the ones this replica registered) as still registered by a live replica. */
+  abstract keepJobs(jobs: readonly string[]): Promise<void>;
+  /** Deletes the jobs no replica has kept (nor run) for `idleMs`: those of replicas long gone. Returns how many. */
+  abstract retireJobs(idleMs: number): Promise<number>;
+}
+
+/** How many times a claim whose answer was lost is made again before its error is thrown. */
+const LOST_CLAIM_ATTEMPTS = 3;
+
+/**
+ * Runs `claim` (one claim of a tick under `stamp`) and, when its answer is lost after it may have committed (a
+ * `LockStoreError` with `outcomeUnknown`: a connection reset), makes it again: a claim under the same stamp finds the
+ * run it may already have claimed (the stamp is unique per grant) and returns that tick, or claims as if the first
+ * had never been. A count of a busy replica (no stamp) is not made again. @internal
+ */
+export async function claimResolvingLoss(stamp: number | null, claim: () => Promise<TickClaim>): Promise<TickClaim> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await claim();
+    } catch (error) {
+      const lost = error instanceof LockStoreError && error.outcomeUnknown;
+      if (!lost || stamp === null || attempt >= LOST_CLAIM_ATTEMPTS) throw error;
+    }
+  }
 }
 
 /** A row of `locking_job_run` as both dialects select it. @internal */

@@ -133,6 +133,7 @@ const POSTGRES_OBJECTS = [
   'locking_notify_freed',
   'locking_permissions_changed',
   'locking_force_release',
+  'locking_claim_job_tick',
 ];
 const POSTGRES_OBJECT = new RegExp(`\\b(${POSTGRES_OBJECTS.join('|')})\\b`, 'g');
 

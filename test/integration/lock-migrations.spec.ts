@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
-import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService } from 'nestjs-db-locks';
+import { LOCK_ENTITIES, LOCK_MIGRATIONS, LockAdminService, LockTablesMissingError } from 'nestjs-db-locks';
+import { createJobRunStore } from '../../lib/store/lock-stores.factory.js';
+import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 import { exerciseEngine } from '../support/exercise-engine.js';
 import { createLockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -57,6 +59,13 @@ async function jobHistory(db: TestDatabase): Promise<boolean> {
   return rows.length === 2;
 }
 
+/** Whether `locking_job_run.claimable_until` and `locking_claim_job_tick` exist (JobRunClaims1796600000000). */
+async function jobClaims(db: TestDatabase): Promise<boolean> {
+  const column = await db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'locking_job_run' AND column_name = 'claimable_until'`);
+  const fn = await db.query(`SELECT 1 FROM pg_proc WHERE proname = 'locking_claim_job_tick'`);
+  return column.length === 1 && fn.length === 1;
+}
+
 describe('shipped migrations', () => {
   let db: TestDatabase;
   let dataSource: DataSource;
@@ -87,6 +96,19 @@ describe('shipped migrations', () => {
     expect(await forcedRelease(db)).toBe(true);
     expect(await groupChecks(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    expect(await jobClaims(db)).toBe(true);
+    await dataSource.undoLastMigration(); // the job claims' column and function go; the history stays
+    expect(await jobClaims(db)).toBe(false);
+    expect(await jobHistory(db)).toBe(true);
+    // The code of this version on it: its claims and pruning say the migration is missing (the jobs then run under
+    // their locks, without history, as before the history existed).
+    const claims = createJobRunStore(dataSource, resolveLockOptions({ appId: 'twelfth' }));
+    await expect(claims.claim('Old.run', { at: 0 }, 'twelfth', 1)).rejects.toBeInstanceOf(LockTablesMissingError);
+    await expect(claims.pruneRuns(1000, 10)).rejects.toBeInstanceOf(LockTablesMissingError);
+    app = await createLockApp(db.url, { appId: 'twelfth' });
     await exerciseEngine(app.locks);
     await app.close();
 

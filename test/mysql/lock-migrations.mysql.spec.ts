@@ -1,5 +1,7 @@
 import { DataSource } from 'typeorm';
-import { LOCK_MIGRATIONS, LOCK_MYSQL_ENTITIES, LockAdminService } from 'nestjs-db-locks';
+import { LOCK_MIGRATIONS, LOCK_MYSQL_ENTITIES, LockAdminService, LockTablesMissingError } from 'nestjs-db-locks';
+import { createJobRunStore } from '../../lib/store/lock-stores.factory.js';
+import { resolveLockOptions } from '../../lib/utils/resolve-lock-options.util.js';
 import { exerciseEngine } from '../support/exercise-engine.js';
 import { createLockApp } from '../support/lock-app.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
@@ -117,6 +119,18 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
         WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
     expect(await releaseText()).toContain('locking_doorbells');
+    const claimsColumn = async () =>
+      (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+        AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
+    expect(await claimsColumn()).toBe(1);
+    await dataSource.undoLastMigration(); // the job claims: their column goes, the history stays
+    expect(await claimsColumn()).toBe(0);
+    // The code of this version on it: its claims and pruning say the migration is missing (the jobs then run under
+    // their locks, without history, as before the history existed).
+    const claims = createJobRunStore(dataSource, resolveLockOptions({ appId: 'twelfth' }));
+    await expect(claims.claim('Old.run', { at: 0 }, 'twelfth', 1)).rejects.toBeInstanceOf(LockTablesMissingError);
+    await expect(claims.pruneRuns(1000, 10)).rejects.toBeInstanceOf(LockTablesMissingError);
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
     expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
@@ -144,7 +158,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 5; undone < NAMES.length; undone++) {
+    for (let undone = 6; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

@@ -14,10 +14,14 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 
-/** A reader that collects on demand, cumulative (the counts since the instruments were created). */
+/**
+ * A reader that collects on demand, cumulative by default (the counts since the instruments were created). Delta shows
+ * only what the instruments observed since the last collection: the SDK re-exports, under cumulative temporality, the
+ * last point of a gauge's series that its callback no longer observes.
+ */
 class OnDemandReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  constructor(temporality: AggregationTemporality) {
+    super({ aggregationTemporalitySelector: () => temporality });
   }
   protected async onForceFlush(): Promise<void> {}
   protected async onShutdown(): Promise<void> {}
@@ -42,8 +46,8 @@ export interface InMemorySdk {
 }
 
 /** Registers a MeterProvider (read on demand), a TracerProvider (spans kept in memory) and a context manager. */
-export function registerInMemorySdk(): InMemorySdk {
-  const reader = new OnDemandReader();
+export function registerInMemorySdk(temporality = AggregationTemporality.CUMULATIVE): InMemorySdk {
+  const reader = new OnDemandReader(temporality);
   const meterProvider = new MeterProvider({ readers: [reader] });
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

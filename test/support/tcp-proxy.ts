@@ -9,13 +9,17 @@ export type ProxyFault =
   /** Lets the statement run and commit, then forwards nothing more either way: the client waits for an answer. */
   | 'stall';
 
-/** A loopback TCP proxy in front of PostgreSQL that breaks one chosen statement's connection on demand. */
+/**
+ * A loopback TCP proxy in front of PostgreSQL, or MySQL/MariaDB (a `mysql:` url), that breaks one chosen statement's
+ * connection on demand.
+ */
 export interface FaultProxy {
   /** `url` (a database behind the proxy) with the proxy's host and port. */
   via(url: string): string;
   /**
-   * Arms `fault` for the next statement whose Parse or Bind message contains `pattern`; resolves when it fired, and
-   * rejects if no such statement came within 10 s.
+   * Arms `fault` for the next statement whose Parse or Bind message (PostgreSQL), or COM_QUERY (MySQL), contains
+   * `pattern`; resolves when it fired, and rejects if no such statement came within 10 s. On MySQL a statement inside
+   * a transaction is answered; `'reset-after-commit'` and `'stall'` then act on the answer of the transaction's COMMIT.
    */
   arm(pattern: string, fault: ProxyFault): Promise<void>;
   /** Resets every connection through the proxy at once. */
@@ -54,32 +58,51 @@ class MessageSplitter {
   }
 }
 
+/**
+ * Splits a MySQL protocol stream into packets: a 3-byte little-endian payload length and a sequence byte. `type` is
+ * the command byte of a client's packet (0x03: COM_QUERY, whose text follows).
+ */
+class MysqlPacketSplitter {
+  private buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): Array<{ type: string; bytes: Buffer; text: string }> {
+    this.buffer = Buffer.concat([this.buffer, chunk]);
+    const packets: Array<{ type: string; bytes: Buffer; text: string }> = [];
+    while (this.buffer.length >= 4) {
+      const length = this.buffer.readUIntLE(0, 3);
+      if (this.buffer.length < 4 + length) break;
+      const bytes = this.buffer.subarray(0, 4 + length);
+      packets.push({ type: length > 0 ? String.fromCharCode(bytes[4]!) : '', bytes, text: bytes.subarray(5).toString('latin1') });
+      this.buffer = this.buffer.subarray(4 + length);
+    }
+    return packets;
+  }
+}
+
+/** MySQL's COM_QUERY command byte. */
+const COM_QUERY = String.fromCharCode(0x03);
+
 /** Starts a proxy on 127.0.0.1 (a free port) to the server of `url`. */
 export async function startFaultProxy(url: string): Promise<FaultProxy> {
   const target = new URL(url);
+  if (target.protocol.startsWith('mysql')) return startMysqlFaultProxy(target);
   const sockets = new Set<Socket>();
-  let armed: Armed | undefined;
+  const arming: Arming = {};
   const server: Server = createServer((client) => {
     const upstream = new Socket();
     sockets.add(client).add(upstream);
     const fromClient = new MessageSplitter(true);
     const fromServer = new MessageSplitter(false);
     let faulted: ProxyFault | undefined;
-    const end = () => {
-      sockets.delete(client);
-      sockets.delete(upstream);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', () => faulted !== 'stall' && end());
-    upstream.on('error', end).on('close', () => faulted !== 'stall' && end());
+    joinTo(client, upstream, sockets, () => faulted === 'stall');
     upstream.connect(Number(target.port || 5432), target.hostname);
     client.on('data', (chunk: Buffer) => {
       if (faulted) return; // after a fault nothing more reaches the server
       for (const { type, bytes } of fromClient.push(chunk)) {
+        const armed = arming.armed;
         const hit = armed && (type === 'P' || type === 'B') && bytes.toString('latin1').includes(armed.pattern) ? armed : undefined;
         if (hit) {
-          armed = undefined;
+          arming.armed = undefined;
           faulted = hit.fault;
           hit.fired();
           if (hit.fault === 'reset-before') {
@@ -104,6 +127,71 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
       }
     });
   });
+  return listening(server, sockets, arming);
+}
+
+/**
+ * The MySQL twin of `startFaultProxy`: a statement matched inside a transaction runs and is answered; the fault then
+ * strikes at the transaction's COMMIT (or at once for `'reset-before'`, or when the statement runs in autocommit, at
+ * its own answer: the next COM_QUERY's answer is the COMMIT's only when one is sent).
+ */
+async function startMysqlFaultProxy(target: URL): Promise<FaultProxy> {
+  const sockets = new Set<Socket>();
+  const arming: Arming = {};
+  const server: Server = createServer((client) => {
+    const upstream = new Socket();
+    sockets.add(client).add(upstream);
+    const fromClient = new MysqlPacketSplitter();
+    /** The fault waiting for its COMMIT on this connection, then striking at the answer. */
+    let pending: ProxyFault | undefined;
+    let faulted: ProxyFault | undefined;
+    joinTo(client, upstream, sockets, () => faulted === 'stall');
+    upstream.connect(Number(target.port || 3306), target.hostname);
+    client.on('data', (chunk: Buffer) => {
+      if (faulted) return; // after a fault nothing more reaches the server
+      for (const { type, bytes, text } of fromClient.push(chunk)) {
+        const query = type === COM_QUERY;
+        const armed = arming.armed;
+        const hit = armed && query && text.includes(armed.pattern) ? armed : undefined;
+        if (hit) {
+          arming.armed = undefined;
+          hit.fired();
+          if (hit.fault === 'reset-before') {
+            faulted = hit.fault;
+            client.resetAndDestroy();
+            upstream.destroy();
+            return;
+          }
+          pending = hit.fault;
+        } else if (pending && query && /^\s*COMMIT\b/i.test(text)) {
+          faulted = pending;
+          pending = undefined;
+        }
+        upstream.write(bytes);
+      }
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!faulted) {
+        client.write(chunk);
+        return;
+      }
+      // The COMMIT ran; its answer never reaches the client.
+      if (faulted === 'reset-after-commit') {
+        client.resetAndDestroy();
+        upstream.destroy();
+      }
+    });
+  });
+  return listening(server, sockets, arming);
+}
+
+/** Where the next fault waits (shared by a proxy's connections). */
+interface Arming {
+  armed?: Armed;
+}
+
+/** Listens on a free loopback port and returns the proxy's handle. */
+async function listening(server: Server, sockets: Set<Socket>, arming: Arming): Promise<FaultProxy> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
   return {
@@ -116,10 +204,10 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
     arm: (pattern, fault) =>
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
-          armed = undefined;
+          arming.armed = undefined;
           reject(new Error(`no statement matching ${pattern} went through the proxy`));
         }, 10_000);
-        armed = { pattern, fault, fired: () => (clearTimeout(timer), resolve()) };
+        arming.armed = { pattern, fault, fired: () => (clearTimeout(timer), resolve()) };
       }),
     resetAll: () => {
       for (const socket of sockets) socket.resetAndDestroy();
@@ -130,4 +218,16 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Ends both sockets of a proxied connection when either breaks or closes, unless the connection is stalled. */
+function joinTo(client: Socket, upstream: Socket, sockets: Set<Socket>, stalled: () => boolean): void {
+  const end = () => {
+    sockets.delete(client);
+    sockets.delete(upstream);
+    client.destroy();
+    upstream.destroy();
+  };
+  client.on('error', end).on('close', () => !stalled() && end());
+  upstream.on('error', end).on('close', () => !stalled() && end());
 }

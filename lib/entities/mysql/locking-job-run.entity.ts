@@ -53,4 +53,8 @@ export class MysqlLockingJobRunEntity {
   /** Replicas that came to this tick after another had claimed it. */
   @Column({ name: 'skipped_elsewhere', type: 'int', default: 0 })
   skippedElsewhere!: number;
+
+  /** Until when the tick can still be claimed (a period's end, a cron tick's next fire time): kept until then. */
+  @Column({ name: 'claimable_until', type: 'datetime', precision: 3, nullable: true })
+  claimableUntil!: Date | null;
 }

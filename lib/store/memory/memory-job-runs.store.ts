@@ -4,7 +4,10 @@ import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim, type Ti
 
 const runKey = (job: string, tick: number) => `${tick}\u0000${job}`;
 
-/** `JobRunStore` over an `InMemoryLockDatabase`: the decisions of `CLAIM_TICK` and its siblings. @internal */
+/**
+ * `JobRunStore` over an `InMemoryLockDatabase`: the decisions of `locking_claim_job_tick` and its siblings (each
+ * operation runs whole, so the claims of one job are serialised as the database serialises them). @internal
+ */
 export class MemoryJobRunStore extends JobRunStore {
   constructor(private readonly db: InMemoryLockDatabase) {
     super();
@@ -17,7 +20,12 @@ export class MemoryJobRunStore extends JobRunStore {
 
   async claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
     const now = this.db.now();
+    if (stamp !== null) {
+      const own = [...this.db.jobRuns.values()].find((row) => row.job === job && row.outcome === 'running' && row.stamp === stamp);
+      if (own) return { tick: own.tick, result: 'claimed', dbNow: now };
+    }
     const tick = 'at' in source ? source.at : Math.floor(now / source.periodMs) * source.periodMs;
+    const claimableUntil = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
     const busy =
       stamp === null ||
       [...this.db.jobRuns.values()].some(
@@ -35,8 +43,10 @@ export class MemoryJobRunStore extends JobRunStore {
         error: null,
         skippedBusy: busy ? 1 : 0,
         skippedElsewhere: 0,
+        claimableUntil,
       });
     } else {
+      row.claimableUntil = Math.max(row.claimableUntil, claimableUntil);
       if (busy) row.skippedBusy++;
       else if (row.outcome === 'skipped') Object.assign(row, mine);
       else row.skippedElsewhere++;
@@ -52,8 +62,9 @@ export class MemoryJobRunStore extends JobRunStore {
   }
 
   async touchJob({ job, schedule, nextTick }: JobRegistration, succeeded: boolean): Promise<void> {
-    const row = this.db.jobs.get(job) ?? { job, schedule, nextTick: null, lastSucceeded: null };
+    const row = this.db.jobs.get(job) ?? { job, schedule, nextTick: null, lastSucceeded: null, updated: 0 };
     row.schedule = schedule;
+    row.updated = this.db.now();
     row.nextTick = nextTick ?? row.nextTick;
     if (succeeded) row.lastSucceeded = this.db.now();
     this.db.jobs.set(job, row);
@@ -93,9 +104,27 @@ export class MemoryJobRunStore extends JobRunStore {
   }
 
   async pruneRuns(retentionMs: number, limit: number): Promise<number> {
-    const before = this.db.now() - retentionMs;
-    const old = [...this.db.jobRuns].filter(([, row]) => row.tick < before && (row.outcome !== 'running' || this.abandoned(row)));
+    const now = this.db.now();
+    const old = [...this.db.jobRuns].filter(
+      ([, row]) =>
+        row.tick < now - retentionMs && row.claimableUntil < now && (row.outcome !== 'running' || this.abandoned(row)),
+    );
     for (const [key] of old.slice(0, limit)) this.db.jobRuns.delete(key);
     return Math.min(old.length, limit);
+  }
+
+  async keepJobs(jobs: readonly string[]): Promise<void> {
+    const now = this.db.now();
+    for (const job of jobs) {
+      const row = this.db.jobs.get(job);
+      if (row) row.updated = now;
+    }
+  }
+
+  async retireJobs(idleMs: number): Promise<number> {
+    const before = this.db.now() - idleMs;
+    const idle = [...this.db.jobs.values()].filter((row) => row.updated < before);
+    for (const row of idle) this.db.jobs.delete(row.job);
+    return idle.length;
   }
 }

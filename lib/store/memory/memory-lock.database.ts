@@ -58,6 +58,8 @@ export interface MemoryJobRunRow {
   error: string | null;
   skippedBusy: number;
   skippedElsewhere: number;
+  /** Until when the tick can still be claimed (epoch ms). */
+  claimableUntil: number;
 }
 
 /** A job's row (`locking_job`). @internal */
@@ -66,6 +68,8 @@ export interface MemoryJobRow {
   schedule: string;
   nextTick: number | null;
   lastSucceeded: number | null;
+  /** Last registered, kept or run (epoch ms). */
+  updated: number;
 }
 
 const TABLE_KEY = (name: string, mode: ModeCode) => `${mode}\u0000${name}`;

@@ -22,6 +22,9 @@ const MISSING_TABLE_ERRNO = 1146;
 /** No such stored procedure (ER_SP_DOES_NOT_EXIST): the migration that creates it has not run. */
 const MISSING_PROCEDURE_ERRNO = 1305;
 
+/** No such column (ER_BAD_FIELD_ERROR), in a table of an older migration: the migration that adds it has not run. */
+const MISSING_COLUMN_ERRNO = 1054;
+
 /** Server errors that end the session: shutdown, a killed connection. */
 const CONNECTION_ERRNOS = new Set([
   1053, // ER_SERVER_SHUTDOWN
@@ -78,6 +81,8 @@ export function isMysqlConnectionFailure(error: unknown): boolean {
 export function toMysqlLockError(error: unknown, operation: string, mayHaveCommitted: boolean): LockError {
   if (error instanceof LockError) return error;
   const errno = errnoOf(error);
-  if (errno === MISSING_TABLE_ERRNO || errno === MISSING_PROCEDURE_ERRNO) return new LockTablesMissingError(error);
+  if (errno === MISSING_TABLE_ERRNO || errno === MISSING_PROCEDURE_ERRNO || errno === MISSING_COLUMN_ERRNO) {
+    return new LockTablesMissingError(error);
+  }
   return new LockStoreError(operation, mysqlCodeOf(error), mayHaveCommitted && isMysqlConnectionFailure(error), error);
 }

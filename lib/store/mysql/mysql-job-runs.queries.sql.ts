@@ -11,19 +11,38 @@ const MS_OF = (expression: string): string => `TIMESTAMPDIFF(MICROSECOND, '1970-
 export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? AS slot_ms,
   ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
 
-/** ? job, ? tick: whether another tick of the job is still running (its grant live). */
-export const SELECT_BUSY = `SELECT EXISTS (
-  SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
-   WHERE r.job = ? AND r.outcome = 'running' AND r.tick <> ?) AS busy`;
+/**
+ * ? job: locks the job's row until the claim commits, so that the claims of one job are serialised (the statements
+ * after it, at READ COMMITTED, see every claim committed before). A locking read: no row written.
+ */
+export const LOCK_JOB = `SELECT job FROM locking_job WHERE job = ? FOR UPDATE`;
 
 /**
- * ? job, ? tick, ? outcome ('running' or 'skipped'), ? app id, ? stamp, ? skipped_busy (0 or 1): the claim of
- * `CLAIM_TICK` on PostgreSQL. MySQL applies the assignments in order, each seeing the ones before: `outcome` comes
- * last, so that the others read the row's previous outcome.
+ * ? job: makes and locks the job's row when `LOCK_JOB` found none (the job's registration failed), with an empty
+ * schedule that the end of the run fills in.
  */
-export const UPSERT_TICK = `INSERT INTO locking_job_run (job, tick, outcome, app_id, stamp, started, skipped_busy)
-VALUES (?, ?, ?, ?, ?, IF(? IS NULL, NULL, UTC_TIMESTAMP(6)), ?)
+export const ADD_JOB = `INSERT INTO locking_job (job, schedule, updated) VALUES (?, '', UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE job = job`;
+
+/**
+ * ? job, ? stamp, ? job, ? tick: the tick the stamp already claimed (epoch ms, or null: a claim whose answer was lost
+ * is made again under the same stamp), whether another tick of the job is still running (its grant live), and the clock.
+ */
+export const SELECT_OWN_AND_BUSY = `SELECT
+  (SELECT ${MS_OF('o.tick')} FROM locking_job_run o WHERE o.job = ? AND o.outcome = 'running' AND o.stamp = ? LIMIT 1) AS own_ms,
+  EXISTS (SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+           WHERE r.job = ? AND r.outcome = 'running' AND r.tick <> ?) AS busy,
+  ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
+
+/**
+ * ? job, ? tick, ? outcome ('running' or 'skipped'), ? app id, ? stamp, ? stamp, ? skipped_busy (0 or 1), ? until when
+ * the tick can be claimed: the claim of `locking_claim_job_tick` on PostgreSQL. MySQL applies the assignments in
+ * order, each seeing the ones before: `outcome` comes last, so that the others read the row's previous outcome.
+ */
+export const UPSERT_TICK = `INSERT INTO locking_job_run (job, tick, outcome, app_id, stamp, started, skipped_busy, claimable_until)
+VALUES (?, ?, ?, ?, ?, IF(? IS NULL, NULL, UTC_TIMESTAMP(6)), ?, ?)
 ON DUPLICATE KEY UPDATE
+  claimable_until = GREATEST(COALESCE(claimable_until, VALUES(claimable_until)), VALUES(claimable_until)),
   app_id = IF(outcome = 'skipped', VALUES(app_id), app_id),
   stamp = IF(outcome = 'skipped', VALUES(stamp), stamp),
   started = IF(outcome = 'skipped', VALUES(started), started),
@@ -67,8 +86,22 @@ export const SELECT_JOBS = `SELECT job, schedule, ${iso('next_tick')} AS next_ti
        TIMESTAMPDIFF(MICROSECOND, last_succeeded, UTC_TIMESTAMP(6)) / 1000000 AS last_succeeded_age
   FROM locking_job ORDER BY job`;
 
-/** ? retention (ms), ? limit: deletes ended runs (and abandoned ones) whose tick is older than the retention. */
+/**
+ * ? retention (ms), ? limit: deletes ended runs (and abandoned ones) whose tick is older than the retention and that
+ * can no longer be claimed (a row deleted while its tick can still be claimed would let a replica that comes later run
+ * the tick again). Rows of an older version have no `claimable_until`: their tick stands for it.
+ */
 export const PRUNE_RUNS = `DELETE FROM locking_job_run
  WHERE tick < UTC_TIMESTAMP(3) - INTERVAL (? * 1000) MICROSECOND
+   AND COALESCE(claimable_until, tick) < UTC_TIMESTAMP(3)
    AND (outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = locking_job_run.stamp))
  ORDER BY tick LIMIT ?`;
+
+/** ? jobs (an array: the driver writes the list): marks them as registered by a live replica (see `RETIRE_JOBS`). */
+export const KEEP_JOBS = `UPDATE locking_job SET updated = UTC_TIMESTAMP(6) WHERE job IN (?)`;
+
+/**
+ * ? idle time (ms): deletes the jobs no live replica has kept or run for that long (per-replica and `@Timeout` jobs of
+ * replicas long gone: `Class.method@appId`).
+ */
+export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < UTC_TIMESTAMP(6) - INTERVAL (? * 1000) MICROSECOND`;

@@ -8,6 +8,7 @@ import {
   type RunRow,
   type TickClaim,
   type TickSource,
+  claimResolvingLoss,
   toJobInfo,
   toJobRun,
 } from '../job-runs.store.js';
@@ -16,14 +17,19 @@ import * as SQL from './mysql-job-runs.queries.sql.js';
 /** Epoch ms as a UTC `DATETIME(3)` literal (the driver would convert a Date in the client's time zone). */
 const datetimeOf = (ms: number): string => new Date(ms).toISOString().slice(0, 23).replace('T', ' ');
 
-/** `JobRunStore` on MySQL and MariaDB: a claim is one transaction of four statements, the rest one statement each. @internal */
+/**
+ * `JobRunStore` on MySQL and MariaDB: a claim is one transaction of up to five statements (the job's row locked
+ * first), the rest one statement each. @internal
+ */
 export class MysqlJobRunStore extends JobRunStore {
   constructor(private readonly runner: MysqlStatementRunner) {
     super();
   }
 
   claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
-    return this.runner.transaction('claimJobTick', false, async (tx) => {
+    // `grants`: a claim whose COMMIT was sent and whose answer was lost is `outcomeUnknown` (then made again).
+    return claimResolvingLoss(stamp, () => this.runner.transaction('claimJobTick', true, async (tx) => {
+      if (stamp !== null && (await tx.select<unknown>(SQL.LOCK_JOB, [job])).length === 0) await tx.write(SQL.ADD_JOB, [job]);
       let tick: number;
       if ('at' in source) {
         tick = source.at;
@@ -34,19 +40,24 @@ export class MysqlJobRunStore extends JobRunStore {
       const at = datetimeOf(tick);
       let busy = stamp === null;
       if (!busy) {
-        const [row] = await tx.select<{ busy: number | string }>(SQL.SELECT_BUSY, [job, at]);
+        const [row] = await tx.select<{ own_ms: string | number | null; busy: number | string; now_ms: string | number }>(
+          SQL.SELECT_OWN_AND_BUSY,
+          [job, stamp, job, at],
+        );
+        if (row!.own_ms !== null) return { tick: Math.round(Number(row!.own_ms)), result: 'claimed', dbNow: Number(row!.now_ms) };
         busy = Number(row!.busy) === 1;
       }
+      const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
       const outcome = busy ? 'skipped' : 'running';
       const runStamp = busy ? null : stamp;
-      await tx.write(SQL.UPSERT_TICK, [job, at, outcome, busy ? null : appId, runStamp, runStamp, busy ? 1 : 0]);
+      await tx.write(SQL.UPSERT_TICK, [job, at, outcome, busy ? null : appId, runStamp, runStamp, busy ? 1 : 0, datetimeOf(until)]);
       const [held] = await tx.select<{ outcome: string; stamp: string | number | null; now_ms: string | number }>(
         SQL.SELECT_TICK,
         [job, at],
       );
       const claimed = held!.outcome === 'running' && runStamp !== null && Number(held!.stamp) === runStamp;
       return { tick, result: claimed ? 'claimed' : busy ? 'busy' : 'elsewhere', dbNow: Number(held!.now_ms) };
-    });
+    }));
   }
 
   async endRun(job: string, tick: number, stamp: number, end: RunEnd): Promise<void> {
@@ -79,6 +90,15 @@ export class MysqlJobRunStore extends JobRunStore {
 
   async pruneRuns(retentionMs: number, limit: number): Promise<number> {
     const { affectedRows } = await this.runner.write('pruneJobRuns', SQL.PRUNE_RUNS, [retentionMs, limit]);
+    return affectedRows;
+  }
+
+  async keepJobs(jobs: readonly string[]): Promise<void> {
+    if (jobs.length > 0) await this.runner.write('keepJobs', SQL.KEEP_JOBS, [[...jobs]]);
+  }
+
+  async retireJobs(idleMs: number): Promise<number> {
+    const { affectedRows } = await this.runner.write('retireJobs', SQL.RETIRE_JOBS, [idleMs]);
     return affectedRows;
   }
 }

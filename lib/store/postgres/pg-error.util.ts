@@ -8,8 +8,8 @@ const TRANSIENT_CODES = new Set([
   '57014', // query_canceled (statement_timeout, lock_timeout)
 ]);
 
-/** Undefined table / function: the migration has not run. */
-const MISSING_SCHEMA_CODES = new Set(['42P01', '42883']);
+/** Undefined table / function / column (a table of an older migration): the migration has not run. */
+const MISSING_SCHEMA_CODES = new Set(['42P01', '42883', '42703']);
 
 /** A SQLSTATE: five digits or capitals. No SQLSTATE class starts with E, so Node's `EPIPE` is not one. */
 const SQLSTATE = /^[0-9A-DF-Z][0-9A-Z]{4}$/;

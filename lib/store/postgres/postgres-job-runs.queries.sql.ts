@@ -9,37 +9,14 @@ const ABANDONED = `r.outcome = 'running' AND NOT EXISTS (SELECT 1 FROM locking l
 
 /**
  * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null: the tick is then the start of the current
- * period on the database clock; $4 app id, $5 stamp, or null when the replica found the job's locks busy.
- * Claims the tick for this run in one statement: the first claim of a tick inserts its row `running`; a later claim
- * counts itself in `skipped_elsewhere`; a claim made while another tick of the job still runs (its grant live), or
- * without a stamp, counts in `skipped_busy` and leaves a row `skipped` that a later claim of the same tick may take.
- * Concurrent claims of one tick serialise on the primary key: exactly one is returned `claimed`.
+ * period on the database clock; $4 app id, $5 stamp, or null when the replica found the job's locks busy; $6 until
+ * when the tick given in $2 can be claimed (epoch ms), or null. One round trip: `locking_claim_job_tick`
+ * (migration `JobRunClaims1796600000000`) serialises the claims of the job, returns the run `$5` already claimed if
+ * any, else claims: the first claim of a tick inserts its row `running`; a later claim counts itself in
+ * `skipped_elsewhere`; a claim made while another tick of the job still runs (its grant live), or without a stamp,
+ * counts in `skipped_busy` and leaves a row `skipped` that a later claim of the same tick may take.
  */
-export const CLAIM_TICK = `WITH t AS (
-  SELECT COALESCE(to_timestamp($2::float8 / 1000),
-                  to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3::float8) * $3::float8 / 1000)) AS tick
-), b AS (
-  SELECT $5::bigint IS NULL OR EXISTS (
-    SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
-     WHERE r.job = $1 AND r.outcome = 'running' AND r.tick <> t.tick) AS busy
-    FROM t
-)
-INSERT INTO locking_job_run AS r (job, tick, outcome, app_id, stamp, started, skipped_busy)
-SELECT $1, t.tick, CASE WHEN b.busy THEN 'skipped' ELSE 'running' END,
-       CASE WHEN b.busy THEN NULL ELSE $4 END, CASE WHEN b.busy THEN NULL ELSE $5::bigint END,
-       CASE WHEN b.busy THEN NULL ELSE clock_timestamp() END, CASE WHEN b.busy THEN 1 ELSE 0 END
-  FROM t, b
-ON CONFLICT (job, tick) DO UPDATE SET
-  app_id = CASE WHEN r.outcome = 'skipped' THEN excluded.app_id ELSE r.app_id END,
-  stamp = CASE WHEN r.outcome = 'skipped' THEN excluded.stamp ELSE r.stamp END,
-  started = CASE WHEN r.outcome = 'skipped' THEN excluded.started ELSE r.started END,
-  skipped_busy = r.skipped_busy + excluded.skipped_busy,
-  skipped_elsewhere = r.skipped_elsewhere + CASE WHEN r.outcome <> 'skipped' AND excluded.outcome = 'running' THEN 1 ELSE 0 END,
-  outcome = CASE WHEN r.outcome = 'skipped' THEN excluded.outcome ELSE r.outcome END
-RETURNING (extract(epoch FROM r.tick) * 1000)::float8 AS tick_ms,
-          r.outcome = 'running' AND r.stamp IS NOT DISTINCT FROM $5::bigint AS claimed,
-          (SELECT busy FROM b) AS busy,
-          (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms`;
+export const CLAIM_TICK = `SELECT tick_ms, claimed, busy, now_ms FROM locking_claim_job_tick($1, $2, $3, $4, $5, $6)`;
 
 /** $1 job, $2 tick (epoch ms), $3 stamp, $4 outcome, $5 error name, $6 duration (ms): the end of a claimed run. */
 export const END_RUN = `UPDATE locking_job_run
@@ -69,10 +46,24 @@ export const SELECT_JOBS = `SELECT job, schedule, next_tick, last_succeeded,
        extract(epoch FROM clock_timestamp() - last_succeeded)::float8 AS last_succeeded_age
   FROM locking_job ORDER BY job`;
 
-/** $1 retention (ms), $2 limit: deletes ended runs (and abandoned ones) whose tick is older than the retention. */
+/**
+ * $1 retention (ms), $2 limit: deletes ended runs (and abandoned ones) whose tick is older than the retention and
+ * that can no longer be claimed (a row deleted while its tick can still be claimed would let a replica that comes
+ * later run the tick again). Rows of an older version have no `claimable_until`: their tick stands for it.
+ */
 export const PRUNE_RUNS = `DELETE FROM locking_job_run WHERE (job, tick) IN (
   SELECT r.job, r.tick FROM locking_job_run r
    WHERE r.tick < clock_timestamp() - $1 * interval '1 millisecond'
+     AND COALESCE(r.claimable_until, r.tick) < clock_timestamp()
      AND (r.outcome <> 'running' OR NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp))
    LIMIT $2
    FOR UPDATE SKIP LOCKED)`;
+
+/** $1 jobs (text[]): marks them as registered by a live replica (see `RETIRE_JOBS`). */
+export const KEEP_JOBS = `UPDATE locking_job SET updated = clock_timestamp() WHERE job = ANY($1::text[])`;
+
+/**
+ * $1 idle time (ms): deletes the jobs no live replica has kept or run for that long (per-replica and `@Timeout` jobs
+ * of replicas long gone: `Class.method@appId`).
+ */
+export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < clock_timestamp() - $1 * interval '1 millisecond'`;

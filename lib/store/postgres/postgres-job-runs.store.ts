@@ -8,28 +8,33 @@ import {
   type RunRow,
   type TickClaim,
   type TickSource,
+  claimResolvingLoss,
   toJobInfo,
   toJobRun,
 } from '../job-runs.store.js';
 import * as SQL from './postgres-job-runs.queries.sql.js';
 
-/** `JobRunStore` on PostgreSQL: each operation is one statement. @internal */
+/** `JobRunStore` on PostgreSQL: each operation is one statement (a claim, one call of `locking_claim_job_tick`). @internal */
 export class PostgresJobRunStore extends JobRunStore {
   constructor(private readonly runner: PostgresStatementRunner) {
     super();
   }
 
-  async claim(job: string, tick: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
+  claim(job: string, tick: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
     const at = 'at' in tick ? tick.at : null;
+    const until = 'at' in tick ? (tick.until ?? null) : null;
     const period = 'periodMs' in tick ? tick.periodMs : null;
-    const { rows } = await this.runner.run<{ tick_ms: number; claimed: boolean; busy: boolean; now_ms: number }>(
-      'claimJobTick',
-      false,
-      { text: SQL.CLAIM_TICK, values: [job, at, period, appId, stamp] },
-    );
-    const row = rows[0]!;
-    const result = row.claimed ? 'claimed' : row.busy ? 'busy' : 'elsewhere';
-    return { tick: Math.round(Number(row.tick_ms)), result, dbNow: Number(row.now_ms) };
+    return claimResolvingLoss(stamp, async () => {
+      // `grants`: a claim that may have committed without its answer is `outcomeUnknown` (then made again).
+      const { rows } = await this.runner.run<{ tick_ms: number; claimed: boolean; busy: boolean; now_ms: number }>(
+        'claimJobTick',
+        true,
+        { text: SQL.CLAIM_TICK, values: [job, at, period, appId, stamp, until] },
+      );
+      const row = rows[0]!;
+      const result = row.claimed ? 'claimed' : row.busy ? 'busy' : 'elsewhere';
+      return { tick: Math.round(Number(row.tick_ms)), result, dbNow: Number(row.now_ms) };
+    });
   }
 
   async endRun(job: string, tick: number, stamp: number, end: RunEnd): Promise<void> {
@@ -58,6 +63,15 @@ export class PostgresJobRunStore extends JobRunStore {
 
   async pruneRuns(retentionMs: number, limit: number): Promise<number> {
     const result = await this.runner.run('pruneJobRuns', false, { text: SQL.PRUNE_RUNS, values: [retentionMs, limit] });
+    return result.rowCount ?? 0;
+  }
+
+  async keepJobs(jobs: readonly string[]): Promise<void> {
+    if (jobs.length > 0) await this.runner.run('keepJobs', false, { text: SQL.KEEP_JOBS, values: [[...jobs]] });
+  }
+
+  async retireJobs(idleMs: number): Promise<number> {
+    const result = await this.runner.run('retireJobs', false, { text: SQL.RETIRE_JOBS, values: [idleMs] });
     return result.rowCount ?? 0;
   }
 }

@@ -180,7 +180,17 @@ class RuntimeCron {
 Injectable()(RuntimeCron);
 Reflect.defineMetadata('design:paramtypes', [LockService, SchedulerRegistry], RuntimeCron);
 
-const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, AppTimerCron, DecoratedCron, InheritedCron, RuntimeCron };
+/** A job under a read lock (the test gives it permits): its locks alone would let its runs overlap. SHARED_MS per run. */
+class SharedCron {
+  async run() {
+    await hit('shared-cron', 'start');
+    await sleep(Number(env.SHARED_MS ?? 1500));
+    await hit('shared-cron', 'end');
+  }
+}
+decorate(SharedCron, 'run', Cron('* * * * * *'), WithLocks('SHARED_CRON_READ'));
+
+const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, AppTimerCron, DecoratedCron, InheritedCron, RuntimeCron, SharedCron };
 /** Jobs that come in modules of their own. */
 const MODULES = { Twins: () => [twin('a', 'TWIN_A_WRITE'), twin('b', 'TWIN_B_WRITE')] };
 const names = (env.JOBS ?? 'FleetCron').split(',');
@@ -200,6 +210,7 @@ Module({
       leaseMs: Number(env.LEASE_MS ?? 30000),
       renewIntervalMs: env.RENEW_MS ? Number(env.RENEW_MS) : undefined,
       reaperIntervalMs: Number(env.REAPER_MS ?? 10000),
+      ...(env.LOG_RETENTION_MS ? { logRetentionMs: Number(env.LOG_RETENTION_MS) } : {}),
     }),
     ...modules,
   ],
