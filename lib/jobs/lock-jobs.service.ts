@@ -215,8 +215,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
 
   /**
    * The pre-check of a once-per-tick tick: true when another replica has claimed it (counted, logged; no lock taken).
-   * The database clock it returns feeds the skew warning. A history without tables, or a store error, leaves the
-   * decision to the locks and the claim, as before.
+   * The database clock it returns feeds the skew warning. A history without tables leaves the decision to the locks,
+   * as before; a database that does not answer skips the tick, as a failed acquisition of the locks did.
    */
   private async runElsewhere(job: ScheduledJob, plan: TickPlan): Promise<boolean> {
     const sentAt = Date.now();
@@ -224,8 +224,14 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     try {
       check = await this.store.checkTick(plan.job, plan.source);
     } catch (error) {
-      if (error instanceof LockTablesMissingError) this.warnMissingTables();
-      return false;
+      if (!(error instanceof LockTablesMissingError) && !(error instanceof LockStoreError)) throw error;
+      if (error instanceof LockTablesMissingError) {
+        this.warnMissingTables();
+        return false;
+      }
+      // The database does not answer: its locks could not be taken either. Skipped as a failed acquisition is.
+      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
+      return true;
     }
     this.skew.check(plan, check.dbNow, sentAt, Date.now());
     if (check.taken) this.skipped(job, plan, check.tick, 'elsewhere');
