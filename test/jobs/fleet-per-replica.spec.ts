@@ -24,10 +24,10 @@ function runsOf(hits: readonly Hit[]): Array<{ appId: string; start: number; end
 /** Per-replica and @Timeout jobs on replicas whose clocks agree: they contend for one lock group at the same instant. */
 for (const dialect of DIALECTS) {
   dialect.describe(`Per-replica and @Timeout jobs on a fleet whose clocks agree, on ${dialect.name}`, () => {
-    let db: TestDatabase;
     const replicas: Replica[] = [];
-    let from = 0;
-    let to = 0;
+    let db: TestDatabase;
+    /** The watched window of ticks, database clock (epoch ms). */
+    let [from, to] = [0, 0];
 
     beforeAll(async () => {
       db = await dialect.createDatabase();

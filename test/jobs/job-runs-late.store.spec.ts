@@ -17,17 +17,11 @@ for (const dialect of DIALECTS) {
 
     beforeAll(async () => {
       db = await dialect.createDatabase();
-      dataSource = new DataSource(
-        dialect.name === 'MariaDB' ? { type: 'mariadb', url: db.url, timezone: 'Z' } : { type: 'postgres', url: db.url },
-      );
-      await dataSource.initialize();
-      store = createJobRunStore(dataSource, resolveLockOptions({ appId: 'store-test' }));
-      admin = LockAdminService.create(dataSource);
+      const options = dialect.name === 'MariaDB' ? ({ type: 'mariadb', timezone: 'Z' } as const) : ({ type: 'postgres' } as const);
+      dataSource = await new DataSource({ ...options, url: db.url }).initialize();
+      [store, admin] = [createJobRunStore(dataSource, resolveLockOptions({ appId: 'late-test' })), LockAdminService.create(dataSource)];
     });
-    afterAll(async () => {
-      await dataSource?.destroy();
-      await db?.drop();
-    });
+    afterAll(() => dataSource?.destroy().then(() => db.drop()));
 
     it('finds an open tick open (a busy one too), a claimed one taken, and counts the replica that found it taken', async () => {
       expect(await store.checkTick('Check.run', { at: tick })).toMatchObject({ tick, taken: false });
