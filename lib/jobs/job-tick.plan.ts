@@ -21,7 +21,11 @@ export interface TickPlan {
   readonly next: (tick: number) => number | null;
 }
 
-/** Whether a job runs under a history name of each replica's own (`<identity>@<appId>`). @internal */
+/**
+ * Whether each replica runs the job on its own (per-replica, or a `@Timeout` start-up task), not once per tick, under
+ * a history name of its own (`<identity>@<appId>`).
+ * @internal
+ */
 export function runsPerReplica(job: ScheduledJob): boolean {
   return job.runs === 'per-replica' || job.schedule.kind === 'timeout';
 }

@@ -8,7 +8,6 @@ import {
 } from '@nestjs/common';
 import {
   IllegalMonitorStateError,
-  LockLostError,
   LockNotAcquiredError,
   LockShutdownError,
   LockStoreError,
@@ -20,15 +19,16 @@ import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim } from '../store/job-runs.store.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickCheck, type TickClaim } from '../store/job-runs.store.js';
 import { JobCatalog } from './job-catalog.js';
+import { JobRunEndsWriter } from './job-run-ends.writer.js';
+import { isLockLost, messageOf, nameOf, perReplicaWaitMs } from './job-run.util.js';
+import { JobSkewWarner } from './job-skew.warner.js';
+import { JobSuccessAges } from './job-success.ages.js';
 import { bindJobRunner } from './job-runner.host.js';
-import { planTick, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
+import { planTick, runsPerReplica, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
-
-/** How often one job's clock-skew warning may repeat. */
-const SKEW_WARNING_EVERY_MS = 60_000;
 
 /** Share of the reaper's interval one pruning run may take (then the next run goes on), as for the lock log. */
 const PRUNE_BUDGET_SHARE = 0.5;
@@ -40,12 +40,13 @@ const PRUNE_BUDGET_SHARE = 0.5;
 const RETIRE_AFTER_REAPER_INTERVALS = 3;
 
 /**
- * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: the replica that holds
- * the job's locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the
- * method, and records its end; the others skip it, and count themselves in the tick's row. A `@Cron` tick is named
+ * Runs the ticks of scheduled `@WithLocks` jobs so that each tick runs once across the fleet: a replica first checks
+ * whether the tick is claimed already (then it skips it and takes no lock); otherwise the replica that holds the job's
+ * locks claims the tick in `locking_job_run` (one row per job and tick: exactly one claim wins), runs the method, and
+ * records its end (late, when the database was away); the others skip it, and count themselves in the tick's row. A
+ * per-replica or `@Timeout` run waits for its locks instead: the replicas' runs take turns. A `@Cron` tick is named
  * by its fire time (the latest one at or before the replica's clock when the schedule invoked the job), a
- * once-per-tick `@Interval` tick by the current period of the database clock. Once shutdown has begun, ticks are
- * skipped with one debug line.
+ * once-per-tick `@Interval` tick by the current period of the database clock. Once shutdown has begun, ticks are skipped with one debug line.
  * @internal
  */
 @Injectable()
@@ -55,9 +56,11 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   private closing = false;
   /** The ticks under way, so that shutdown lets them record their end before the pool closes. */
   private readonly ticks = new Set<Promise<unknown>>();
-  private readonly skewWarnedAt = new Map<string, number>();
-  /** Each job's last success (epoch ms, database clock, as last read or recorded here), for the metrics' gauge. */
-  private readonly lastSucceeded = new Map<string, { readAt: number; ageMs: number }>();
+  private readonly skew = new JobSkewWarner(this.logger);
+  /** The ends that could not be written when their runs ended, written late. */
+  private readonly ends: JobRunEndsWriter;
+  /** Each job's last success, for the metrics' gauge. */
+  private readonly successes = new JobSuccessAges();
   /** The application's scheduled jobs, by identity and by the method that runs them (start-up refusals). */
   readonly catalog: JobCatalog;
   /** The jobs this replica registered (their names in the history), kept alive at each pruning run. */
@@ -70,6 +73,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     private readonly telemetry: LockTelemetry,
   ) {
     this.catalog = new JobCatalog(options.appId);
+    this.ends = new JobRunEndsWriter(store, this.logger, options.leaseMs);
   }
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
@@ -81,7 +85,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   onModuleInit(): void {
     LockJobs.byService.set(this.service, this);
     bindJobRunner(this.service, this);
-    this.telemetry.observeJobs(() => this.successAges());
+    this.telemetry.observeJobs(() => this.successes.ages());
   }
 
   /** From now on, ticks are skipped (the locks are refused from here on too). @internal */
@@ -89,9 +93,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     this.closing = true;
   }
 
-  /** Awaits the ticks under way, while the DataSource is still open. @internal */
+  /** Awaits the ticks under way, then gives the ends not written yet a last, bounded try, while the DataSource is still open. @internal */
   async beforeApplicationShutdown(): Promise<void> {
     await Promise.allSettled([...this.ticks]);
+    await this.ends.close();
   }
 
   /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
@@ -157,20 +162,25 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       await this.store.keepJobs([...this.registered]);
       await this.store.retireJobs(Math.max(retention, RETIRE_AFTER_REAPER_INTERVALS * this.options.reaperIntervalMs));
     }
-    if (this.telemetry.enabled) await this.readSuccesses();
+    if (this.telemetry.enabled) await this.successes.reload(this.store);
     return total;
   }
 
   private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
     const plan = planTick(job, this.service.appId, firedAt);
+    const perReplica = runsPerReplica(job);
+    // Once per tick: a tick already run elsewhere is skipped before the locks are taken (the claim still decides).
+    if (!perReplica && (await this.runElsewhere(job, plan))) return undefined;
     let claim: TickClaim | undefined;
     let stamp = 0;
-    let startedAt = 0;
     let end: RunEnd | undefined;
+    let endedAt = 0;
     const run = async (): Promise<unknown> => {
       stamp = this.service.currentLock()?.stamp ?? 0;
       try {
+        const sentAt = Date.now();
         claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+        this.skew.check(plan, claim.dbNow, sentAt, Date.now());
       } catch (error) {
         if (!(error instanceof LockTablesMissingError)) throw error;
         // Migrated before the run history existed: the job runs under its locks as it did, until the migration.
@@ -178,8 +188,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         return call();
       }
       if (claim.result !== 'claimed') return undefined;
-      this.checkSkew(plan, claim, firedAt);
-      startedAt = performance.now();
+      const startedAt = performance.now();
       try {
         const value = await call();
         end = { outcome: 'succeeded', error: null, durationMs: performance.now() - startedAt };
@@ -189,14 +198,21 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         end = { outcome, error: nameOf(error), durationMs: performance.now() - startedAt };
         throw error;
       } finally {
+        endedAt = performance.now();
         // Recorded while the grant is still held: the row is never seen `running` with its grant gone, unless the
-        // replica died (abandoned).
-        await this.recordEnd(plan, claim, stamp, end!);
+        // replica died (abandoned) or the database was away (then written late).
+        await this.recordEnd(plan, claim, stamp, end!, endedAt);
       }
     };
     let result: unknown;
     try {
-      result = await this.service.runLocked({ target: job.label, lock, onUnavailable: lock.onUnavailable ?? 'skip', call: run });
+      const waitMs = perReplica ? perReplicaWaitMs(job, lock, plan) : lock.waitMs;
+      result = await this.service.runLocked({
+        target: job.label,
+        lock: waitMs === lock.waitMs ? lock : { ...lock, waitMs },
+        onUnavailable: lock.onUnavailable ?? 'skip',
+        call: run,
+      });
     } catch (error) {
       if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
       if (error instanceof LockShutdownError) {
@@ -206,7 +222,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       if (claim?.result === 'claimed' && end?.outcome === 'succeeded' && error instanceof IllegalMonitorStateError) {
         // The method succeeded, but its grant was gone when it was released: lost while it ran.
         end = { ...end, outcome: 'lock-lost', error: error.name };
-        await this.recordEnd(plan, claim, stamp, end);
+        await this.recordEnd(plan, claim, stamp, end, endedAt);
       }
       if (end !== undefined || !(error instanceof LockStoreError)) throw error;
       this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
@@ -216,12 +232,39 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       if (end === undefined && stamp === 0) await this.countBusy(plan);
       return result;
     }
-    if (claim.result !== 'claimed') {
-      this.telemetry.jobRan(plan.job, claim.result === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
-      const why = claim.result === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
-      this.logger.debug(`Skipped ${job.label} tick ${new Date(claim.tick).toISOString()}: ${why}`);
-    }
+    if (claim.result !== 'claimed') this.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
     return result;
+  }
+
+  /**
+   * The pre-check of a once-per-tick tick: true when another replica has claimed it (counted, logged; no lock taken).
+   * The database clock it returns feeds the skew warning. A history without tables leaves the decision to the locks,
+   * as before; a database that does not answer skips the tick, as a failed acquisition of the locks did.
+   */
+  private async runElsewhere(job: ScheduledJob, plan: TickPlan): Promise<boolean> {
+    const sentAt = Date.now();
+    let check: TickCheck;
+    try {
+      check = await this.store.checkTick(plan.job, plan.source);
+    } catch (error) {
+      if (!(error instanceof LockTablesMissingError) && !(error instanceof LockStoreError)) throw error;
+      if (error instanceof LockTablesMissingError) {
+        this.warnMissingTables();
+        return false;
+      }
+      // The database does not answer: its locks could not be taken either. Skipped as a failed acquisition is.
+      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
+      return true;
+    }
+    this.skew.check(plan, check.dbNow, sentAt, Date.now());
+    if (check.taken) this.skipped(job, plan, check.tick, 'elsewhere');
+    return check.taken;
+  }
+
+  private skipped(job: ScheduledJob, plan: TickPlan, tick: number, why: 'busy' | 'elsewhere'): void {
+    this.telemetry.jobRan(plan.job, why === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
+    const reason = why === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
+    this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: ${reason}`);
   }
 
   /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
@@ -241,70 +284,23 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     );
   }
 
-  /** Records the end of a claimed run, the job's next tick and the success; a failure is logged only. */
-  private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd): Promise<void> {
+  /**
+   * Records the end of a claimed run, the job's next tick and the success. An end that cannot be written (the database
+   * away) is kept and written late (`JobRunEndsWriter`).
+   */
+  private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd, endedAt: number): Promise<void> {
     if (claim?.result !== 'claimed') return;
     this.telemetry.jobRan(plan.job, end.outcome);
     const succeeded = end.outcome === 'succeeded';
-    if (succeeded) this.lastSucceeded.set(plan.job, { readAt: performance.now(), ageMs: 0 });
+    if (succeeded) this.successes.record(plan.job, endedAt);
     const registration: JobRegistration = { job: plan.job, schedule: plan.schedule, nextTick: plan.next(claim.tick) };
     try {
       await this.store.endRun(plan.job, claim.tick, stamp, end);
       await this.store.touchJob(registration, succeeded);
     } catch (error) {
       const tick = new Date(claim.tick).toISOString();
-      this.logger.error(`${plan.job}: could not record the end of tick ${tick}: ${messageOf(error)}`);
-    }
-  }
-
-  /** Warns (once a minute per job) when this replica's clock is further from the database's than the bound. */
-  private checkSkew(plan: TickPlan, claim: TickClaim, firedAt: number): void {
-    if (plan.skewBoundMs === undefined) return;
-    // The claim's database time is later than the firing by the claim's round trip: compare at the same instant.
-    const skew = Date.now() - claim.dbNow;
-    if (Math.abs(skew) <= plan.skewBoundMs || !Number.isFinite(plan.skewBoundMs)) return;
-    const last = this.skewWarnedAt.get(plan.job) ?? -Infinity;
-    if (firedAt - last < SKEW_WARNING_EVERY_MS) return;
-    this.skewWarnedAt.set(plan.job, firedAt);
-    this.logger.warn(
-      `${plan.job}: this replica's clock is ${Math.round(skew)} ms ${skew > 0 ? 'ahead of' : 'behind'} the database's, ` +
-        `beyond the ±${Math.round(plan.skewBoundMs)} ms its ticks are guaranteed for: synchronise it (NTP)`,
-    );
-  }
-
-  /** Seconds since each job's last success, for the gauge. */
-  private successAges(): ReadonlyMap<string, number> {
-    const ages = new Map<string, number>();
-    const now = performance.now();
-    for (const [job, { readAt, ageMs }] of this.lastSucceeded) ages.set(job, (ageMs + now - readAt) / 1000);
-    return ages;
-  }
-
-  private async readSuccesses(): Promise<void> {
-    const jobs = await this.store.listJobs();
-    const readAt = performance.now();
-    // A job retired (or deleted) has no series any more.
-    const listed = new Set(jobs.map(({ job }) => job));
-    for (const job of this.lastSucceeded.keys()) if (!listed.has(job)) this.lastSucceeded.delete(job);
-    for (const { job, lastSucceededAt, lastSucceededAgeSeconds } of jobs) {
-      if (lastSucceededAt === null || lastSucceededAgeSeconds === null) continue;
-      this.lastSucceeded.set(job, { readAt, ageMs: lastSucceededAgeSeconds * 1000 });
+      this.logger.warn(`${plan.job}: could not record the end of tick ${tick} yet (retried): ${messageOf(error)}`);
+      this.ends.add({ job: plan.job, schedule: plan.schedule, tick: claim.tick, stamp, end, endedAt });
     }
   }
 }
-
-/** Whether a run's error means its grant was lost while it ran. */
-function isLockLost(error: unknown): boolean {
-  return error instanceof LockLostError;
-}
-
-function nameOf(error: unknown): string {
-  const name = (error as { name?: unknown } | null)?.name;
-  return (typeof name === 'string' && name.length > 0 ? name : 'Error').slice(0, 200);
-}
-
-function messageOf(error: unknown): string {
-  return (error as Error)?.message ?? String(error);
-}
-
-

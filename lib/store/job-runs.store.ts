@@ -29,6 +29,16 @@ export interface RunEnd {
   readonly durationMs: number;
 }
 
+/** What the pre-check of a tick found (`JobRunStore.checkTick`). @internal */
+export interface TickCheck {
+  /** The tick (epoch ms). */
+  readonly tick: number;
+  /** Whether a replica has already claimed the tick (this one was then counted in its `skipped_elsewhere`). */
+  readonly taken: boolean;
+  /** The database clock at the check (epoch ms). */
+  readonly dbNow: number;
+}
+
 /** A job as its replicas register it. @internal */
 export interface JobRegistration {
   readonly job: string;
@@ -65,6 +75,18 @@ export abstract class JobRunStore {
   abstract keepJobs(jobs: readonly string[]): Promise<void>;
   /** Deletes the jobs no replica has kept (nor run) for `idleMs`: those of replicas long gone. Returns how many. */
   abstract retireJobs(idleMs: number): Promise<number>;
+  /**
+   * The pre-check of a tick, before the job's locks are taken: whether `tick` of `job` is already claimed (then this
+   * replica is counted in the tick's `skipped_elsewhere`), and the database clock. A tick found open is only a hint:
+   * the claim, under the locks, decides.
+   */
+  abstract checkTick(job: string, tick: TickSource): Promise<TickCheck>;
+  /**
+   * Records an end that could not be written when the run ended (the database was away): the run's end, and the
+   * job's success `endedAgoMs` before the database's clock (never moving the last success back). The job's next tick
+   * is left as it is.
+   */
+  abstract endRunLate(job: string, schedule: string, tick: number, stamp: number, end: RunEnd, endedAgoMs: number): Promise<void>;
 }
 
 /** How many times a claim whose answer was lost is made again before its error is thrown. */

@@ -1,6 +1,6 @@
 import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
 import type { InMemoryLockDatabase, MemoryJobRunRow } from './memory-lock.database.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickClaim, type TickSource } from '../job-runs.store.js';
+import { type JobRegistration, JobRunStore, type RunEnd, type TickCheck, type TickClaim, type TickSource } from '../job-runs.store.js';
 
 const runKey = (job: string, tick: number) => `${tick}\u0000${job}`;
 
@@ -126,5 +126,23 @@ export class MemoryJobRunStore extends JobRunStore {
     const idle = [...this.db.jobs.values()].filter((row) => row.updated < before);
     for (const row of idle) this.db.jobs.delete(row.job);
     return idle.length;
+  }
+
+  async checkTick(job: string, source: TickSource): Promise<TickCheck> {
+    const now = this.db.now();
+    const tick = 'at' in source ? source.at : Math.floor(now / source.periodMs) * source.periodMs;
+    const row = this.db.jobRuns.get(runKey(job, tick));
+    const taken = row !== undefined && row.outcome !== 'skipped';
+    if (taken) row.skippedElsewhere++;
+    return { tick, taken, dbNow: now };
+  }
+
+  async endRunLate(job: string, schedule: string, tick: number, stamp: number, end: RunEnd, endedAgoMs: number): Promise<void> {
+    await this.endRun(job, tick, stamp, end);
+    const row = this.db.jobs.get(job) ?? { job, schedule, nextTick: null, lastSucceeded: null, updated: 0 };
+    row.schedule = schedule;
+    row.updated = this.db.now();
+    if (end.outcome === 'succeeded') row.lastSucceeded = Math.max(row.lastSucceeded ?? -Infinity, this.db.now() - Math.max(0, endedAgoMs));
+    this.db.jobs.set(job, row);
   }
 }

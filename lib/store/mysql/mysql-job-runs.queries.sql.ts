@@ -105,3 +105,28 @@ export const KEEP_JOBS = `UPDATE locking_job SET updated = UTC_TIMESTAMP(6) WHER
  * replicas long gone: `Class.method@appId`).
  */
 export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < UTC_TIMESTAMP(6) - INTERVAL (? * 1000) MICROSECOND`;
+
+/**
+ * ? job, ? tick (epoch ms) or null, ? period (ms) twice: the tick (given, or the current period on the database
+ * clock), whether a replica has claimed it already (a `skipped` row is open), and the clock.
+ */
+export const CHECK_TICK = `SELECT x.tick_ms, x.now_ms, EXISTS (
+  SELECT 1 FROM locking_job_run r
+   WHERE r.job = ? AND r.tick = TIMESTAMP('1970-01-01 00:00:00') + INTERVAL (x.tick_ms * 1000) MICROSECOND
+     AND r.outcome <> 'skipped') AS taken
+  FROM (SELECT COALESCE(?, FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ?) AS tick_ms, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms) x`;
+
+/** ? job, ? tick: counts a replica that found the tick claimed already. */
+export const COUNT_ELSEWHERE = `UPDATE locking_job_run SET skipped_elsewhere = skipped_elsewhere + 1
+  WHERE job = ? AND tick = ? AND outcome <> 'skipped'`;
+
+/**
+ * ? job, ? schedule, ? whether the run succeeded, ? ms since it ended: the job's success of an end written late, dated
+ * at the run's end and never moving the last success back; the next tick is left as it is.
+ */
+export const TOUCH_JOB_LATE = `INSERT INTO locking_job (job, schedule, next_tick, last_succeeded, updated)
+VALUES (?, ?, NULL, IF(?, UTC_TIMESTAMP(6) - INTERVAL (? * 1000) MICROSECOND, NULL), UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE
+  schedule = VALUES(schedule),
+  last_succeeded = COALESCE(GREATEST(VALUES(last_succeeded), last_succeeded), VALUES(last_succeeded), last_succeeded),
+  updated = VALUES(updated)`;

@@ -6,6 +6,7 @@ import {
   JobRunStore,
   type RunEnd,
   type RunRow,
+  type TickCheck,
   type TickClaim,
   type TickSource,
   claimResolvingLoss,
@@ -100,5 +101,28 @@ export class MysqlJobRunStore extends JobRunStore {
   async retireJobs(idleMs: number): Promise<number> {
     const { affectedRows } = await this.runner.write('retireJobs', SQL.RETIRE_JOBS, [idleMs]);
     return affectedRows;
+  }
+
+  /** One SELECT; a second statement counts this replica when the tick is claimed already. */
+  async checkTick(job: string, source: TickSource): Promise<TickCheck> {
+    const at = 'at' in source ? source.at : null;
+    const period = 'periodMs' in source ? source.periodMs : 1;
+    const [row] = await this.runner.select<{ tick_ms: string | number; now_ms: string | number; taken: string | number }>(
+      'checkJobTick',
+      SQL.CHECK_TICK,
+      [job, at, period, period],
+    );
+    const tick = Math.round(Number(row!.tick_ms));
+    const taken = Number(row!.taken) === 1;
+    if (taken) await this.runner.write('countJobTickElsewhere', SQL.COUNT_ELSEWHERE, [job, datetimeOf(tick)]);
+    return { tick, taken, dbNow: Number(row!.now_ms) };
+  }
+
+  endRunLate(job: string, schedule: string, tick: number, stamp: number, end: RunEnd, endedAgoMs: number): Promise<void> {
+    return this.runner.transaction('endJobRunLate', false, async (tx) => {
+      await tx.write(SQL.END_RUN, [end.outcome, end.error, Math.round(end.durationMs), job, datetimeOf(tick), stamp]);
+      const succeeded = end.outcome === 'succeeded' ? 1 : 0;
+      await tx.write(SQL.TOUCH_JOB_LATE, [job, schedule, succeeded, Math.max(0, Math.round(endedAgoMs))]);
+    });
   }
 }

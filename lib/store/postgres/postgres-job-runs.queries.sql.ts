@@ -67,3 +67,36 @@ export const KEEP_JOBS = `UPDATE locking_job SET updated = clock_timestamp() WHE
  * of replicas long gone: `Class.method@appId`).
  */
 export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < clock_timestamp() - $1 * interval '1 millisecond'`;
+
+/**
+ * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null (the current period on the database clock, as
+ * `CLAIM_TICK` names it): whether the tick is already claimed, counting this replica in its `skipped_elsewhere` when
+ * it is, and the clock. A tick left `skipped` (busy) is open: a later claim may still take it.
+ */
+export const CHECK_TICK = `WITH t AS (
+  SELECT COALESCE(to_timestamp($2::float8 / 1000),
+                  to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3::float8) * $3::float8 / 1000)) AS tick
+), u AS (
+  UPDATE locking_job_run r SET skipped_elsewhere = r.skipped_elsewhere + 1
+    FROM t WHERE r.job = $1 AND r.tick = t.tick AND r.outcome <> 'skipped'
+  RETURNING 1
+)
+SELECT (extract(epoch FROM t.tick) * 1000)::float8 AS tick_ms, EXISTS (SELECT 1 FROM u) AS taken,
+       (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+  FROM t`;
+
+/**
+ * $1 job, $2 tick (epoch ms), $3 stamp, $4 outcome, $5 error name, $6 duration (ms), $7 schedule, $8 ms since the run
+ * ended: an end written late (`END_RUN`, and the job's success dated at the run's end, never moving it back).
+ */
+export const END_RUN_LATE = `WITH e AS (
+  UPDATE locking_job_run SET outcome = $4, error = $5, duration_ms = $6
+   WHERE job = $1 AND tick = to_timestamp($2::float8 / 1000) AND stamp = $3
+)
+INSERT INTO locking_job AS j (job, schedule, next_tick, last_succeeded, updated)
+VALUES ($1, $7, NULL, CASE WHEN $4::text = 'succeeded' THEN clock_timestamp() - $8::float8 * interval '1 millisecond' END,
+        clock_timestamp())
+ON CONFLICT (job) DO UPDATE SET
+  schedule = excluded.schedule,
+  last_succeeded = GREATEST(excluded.last_succeeded, j.last_succeeded),
+  updated = excluded.updated`;

@@ -6,6 +6,7 @@ import {
   JobRunStore,
   type RunEnd,
   type RunRow,
+  type TickCheck,
   type TickClaim,
   type TickSource,
   claimResolvingLoss,
@@ -73,5 +74,23 @@ export class PostgresJobRunStore extends JobRunStore {
   async retireJobs(idleMs: number): Promise<number> {
     const result = await this.runner.run('retireJobs', false, { text: SQL.RETIRE_JOBS, values: [idleMs] });
     return result.rowCount ?? 0;
+  }
+
+  async checkTick(job: string, tick: TickSource): Promise<TickCheck> {
+    const at = 'at' in tick ? tick.at : null;
+    const period = 'periodMs' in tick ? tick.periodMs : null;
+    const { rows } = await this.runner.run<{ tick_ms: number; taken: boolean; now_ms: number }>('checkJobTick', false, {
+      text: SQL.CHECK_TICK,
+      values: [job, at, period],
+    });
+    const row = rows[0]!;
+    return { tick: Math.round(Number(row.tick_ms)), taken: row.taken, dbNow: Number(row.now_ms) };
+  }
+
+  async endRunLate(job: string, schedule: string, tick: number, stamp: number, end: RunEnd, endedAgoMs: number): Promise<void> {
+    await this.runner.run('endJobRunLate', false, {
+      text: SQL.END_RUN_LATE,
+      values: [job, tick, stamp, end.outcome, end.error, Math.round(end.durationMs), schedule, Math.max(0, endedAgoMs)],
+    });
   }
 }

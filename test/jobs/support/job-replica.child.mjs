@@ -5,7 +5,7 @@
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Cron, Interval, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { Cron, Interval, ScheduleModule, SchedulerRegistry, Timeout } from '@nestjs/schedule';
 import { CronJob } from 'cron';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LOCK_ENTITIES, LOCK_MYSQL_ENTITIES, LockModule, LockService, WithLocks } from 'nestjs-db-locks';
@@ -190,7 +190,27 @@ class SharedCron {
 }
 decorate(SharedCron, 'run', Cron('* * * * * *'), WithLocks('SHARED_CRON_READ'));
 
-const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, AppTimerCron, DecoratedCron, InheritedCron, RuntimeCron, SharedCron };
+/** A start-up task under locks: runs TIMEOUT_RUN_MS, TIMEOUT_MS after the replica started. */
+class StartupTimeout {
+  async run() {
+    await hit('startup-timeout', 'start');
+    await sleep(Number(env.TIMEOUT_RUN_MS ?? 20));
+    await hit('startup-timeout', 'end');
+  }
+}
+decorate(StartupTimeout, 'run', Timeout(Number(env.TIMEOUT_MS ?? 500)), WithLocks('STARTUP_TIMEOUT_WRITE'));
+
+/** A start-up task that reports `running` on stdout once started, then runs OUTAGE_RUN_MS without the database. */
+class OutageTimeout {
+  async run() {
+    await hit('outage-timeout', 'start');
+    process.stdout.write(`${JSON.stringify({ event: 'running', appId: APP_ID })}\n`);
+    await sleep(Number(env.OUTAGE_RUN_MS ?? 2000));
+  }
+}
+decorate(OutageTimeout, 'run', Timeout(Number(env.TIMEOUT_MS ?? 500)), WithLocks('OUTAGE_WRITE'));
+
+const JOBS = { FleetCron, FleetInterval, PerReplicaCron, FailingCron, SlowCron, HangingCron, AppTimerCron, DecoratedCron, InheritedCron, RuntimeCron, SharedCron, StartupTimeout, OutageTimeout };
 /** Jobs that come in modules of their own. */
 const MODULES = { Twins: () => [twin('a', 'TWIN_A_WRITE'), twin('b', 'TWIN_B_WRITE')] };
 const names = (env.JOBS ?? 'FleetCron').split(',');
@@ -219,7 +239,22 @@ Module({
 
 /** LOG_LEVELS: Nest's log levels, comma-separated (empty: none; the failing job's errors would fill the output). */
 const levels = (env.LOG_LEVELS ?? 'error').split(',').filter(Boolean);
-const app = await NestFactory.createApplicationContext(ReplicaModule, { logger: levels.length > 0 ? /** @type {never} */ (levels) : false });
+/**
+ * LOG_JSON=1: each line of those levels goes to stdout as a `log` event ({ level, context, message }), for the test to
+ * read the replica's own log.
+ */
+const jsonLogger = Object.fromEntries(
+  ['log', 'error', 'warn', 'debug', 'verbose', 'fatal'].map((level) => [
+    level,
+    (/** @type {unknown} */ message, /** @type {unknown[]} */ ...rest) => {
+      if (!levels.includes(level)) return;
+      const context = rest.length > 0 ? String(rest[rest.length - 1]) : undefined;
+      process.stdout.write(`${JSON.stringify({ event: 'log', level, context, message: String(message) })}\n`);
+    },
+  ]),
+);
+const logger = env.LOG_JSON === '1' ? jsonLogger : levels.length > 0 ? levels : false;
+const app = await NestFactory.createApplicationContext(ReplicaModule, { logger: /** @type {never} */ (logger) });
 dataSource = app.get(DataSource);
 process.stdout.write(`${JSON.stringify({ event: 'ready', appId: APP_ID, localMs: Date.now() })}\n`);
 process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
