@@ -111,7 +111,7 @@ export interface LockModuleOptions {
    */
   queryTimeoutMs?: number;
   /**
-   * PostgreSQL only: a connection string that reaches the server **directly** (or through a pooler in session mode),
+   * PostgreSQL only: a connection string that reaches the server **directly** (or through a TCP proxy),
    * like Prisma's `directUrl`. The two sessions the library keeps for the life of the instance take a connection of
    * their own from it instead of the DataSource's pool: the app id's session advisory lock (which refuses twins) and
    * `LISTEN` (which wakes waiters). Needed when the DataSource connects through a pooler in transaction mode
@@ -120,20 +120,27 @@ export interface LockModuleOptions {
    * DataSource is refused at start-up with `LockConfigurationError` (see docs/poolers.md).
    *
    * The user, password and database it does not state are the DataSource's own, and so are its TLS options when it has
-   * no `sslmode`. At start-up it must reach the same server and database as the DataSource, and not a transaction
-   * pooler. It holds at most two connections per instance.
+   * no `sslmode`. At start-up it must reach the same server and database as the DataSource, and be proven to reach
+   * PostgreSQL itself (its connections run in the backend announced at their start-up; a TCP proxy passes, a pooler
+   * does not). It holds at most two connections per instance.
    * @default undefined (the sessions come from the DataSource's pool)
    */
   directUrl?: string;
   /**
-   * PostgreSQL only: what sits between the DataSource and the server. `'detect'` checks at start-up, with two pool
-   * connections, whether they share server connections between transactions (a transaction pooler) and then runs every
-   * statement on the pool unnamed; `'transaction'` declares a transaction pooler without checking (for a pooler the
-   * check cannot see, e.g. one that pins sessions only sometimes). Either way a transaction pooler needs `directUrl`.
-   * On a direct connection (or a pooler in session mode) the hot path keeps its named prepared statements.
+   * PostgreSQL only: what sits between the DataSource and the server.
+   * - `'detect'` proves at start-up, with two pool connections, that each runs its statements in the backend the
+   *   server announced when it connected (PostgreSQL directly, or a TCP proxy such as HAProxy): the hot path then
+   *   keeps its named prepared statements. Anything else is a pooler (PgBouncer, RDS Proxy, pgcat, Supavisor,
+   *   Odyssey): its statements go unnamed, and it needs `directUrl`, since whether a pooler shares its server
+   *   connections between transactions cannot be proven by observation.
+   * - `'transaction'` declares a transaction pooler without checking: statements go unnamed, `directUrl` is needed.
+   * - `'session'` declares a pooler in session mode (PgBouncer `pool_mode = session`): each client connection keeps
+   *   one server connection for its life, so the kept sessions come from the pool and statements stay named. Declare
+   *   it only for a pooler that never shares a server connection between clients; start-up still refuses it if its
+   *   connections are seen sharing.
    * @default 'detect'
    */
-  pooler?: 'detect' | 'transaction';
+  pooler?: 'detect' | 'transaction' | 'session';
   /**
    * Names this process in the lock log and in `pg_stat_activity`.
    * @default `${hostname}:${pid}`

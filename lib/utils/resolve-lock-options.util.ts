@@ -27,7 +27,7 @@ export interface ResolvedLockOptions {
   readonly queryTimeoutMs: number;
   /** The direct connection string of the kept sessions (PostgreSQL), when given. */
   readonly directUrl: string | undefined;
-  readonly pooler: 'detect' | 'transaction';
+  readonly pooler: 'detect' | 'transaction' | 'session';
   readonly telemetry: Required<LockTelemetryOptions>;
   /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
   readonly tables: LockTables;
@@ -157,16 +157,18 @@ function directUrlOption(value: unknown): string | undefined {
   if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
     throw new LockConfigurationError(
       'LockModule option directUrl must be a postgres:// connection string that reaches PostgreSQL directly (or ' +
-        `through a pooler in session mode), e.g. 'postgres://user:password@db-host:5432/app' (got ${redacted(value)})`,
+        `through a TCP proxy), e.g. 'postgres://user:password@db-host:5432/app' (got ${redacted(value)})`,
     );
   }
   return value as string;
 }
 
-function poolerOption(value: unknown): 'detect' | 'transaction' {
+function poolerOption(value: unknown): 'detect' | 'transaction' | 'session' {
   if (value === undefined) return 'detect';
-  if (value !== 'detect' && value !== 'transaction') {
-    throw new LockConfigurationError(`LockModule option pooler must be 'detect' or 'transaction' (got ${String(value)})`);
+  if (value !== 'detect' && value !== 'transaction' && value !== 'session') {
+    throw new LockConfigurationError(
+      `LockModule option pooler must be 'detect', 'transaction' or 'session' (got ${String(value)})`,
+    );
   }
   return value;
 }

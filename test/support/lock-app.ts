@@ -36,7 +36,7 @@ export function lockAppImports(url: string, options: TestLockOptions, poolSize =
 
 /**
  * When the suite runs through PgBouncer (`NDL_TEST_PGBOUNCER`, see global-setup.mjs): a URL of the suite's server
- * through it, and in transaction mode `directUrl` on the server itself. Other URLs (a TCP proxy of a fault spec) and
+ * through it, and in transaction mode `directUrl` on the server itself (in session mode, `pooler: 'session'`). Other URLs (a TCP proxy of a fault spec) and
  * options that give `directUrl` are kept.
  */
 function throughSuitePgBouncer(url: string, options: TestLockOptions): { url: string; options: TestLockOptions } {
@@ -45,7 +45,8 @@ function throughSuitePgBouncer(url: string, options: TestLockOptions): { url: st
   if (!port || target.port !== new URL(process.env.NDL_TEST_ADMIN_URL!).port || options.directUrl) return { url, options };
   target.hostname = '127.0.0.1';
   target.port = port;
-  const direct = process.env.NDL_TEST_PGBOUNCER === 'transaction' ? { directUrl: url } : {};
+  // A pooler's session mode cannot be proven: it is declared.
+  const direct = process.env.NDL_TEST_PGBOUNCER === 'transaction' ? { directUrl: url } : { pooler: 'session' as const };
   return { url: target.toString(), options: { ...direct, ...options } };
 }
 

@@ -49,12 +49,15 @@ async function freePort() {
 /**
  * Starts PgBouncer in `mode` on a port of its own, in front of the suite's PostgreSQL (`NDL_TEST_ADMIN_URL`), with a
  * wildcard database entry (any database of that server), clients trusted, the server password from its auth file, and
- * `poolSize` server connections per database and user. Resolves once it answers a query.
+ * `poolSize` server connections per database and user, and `settings` added to its `[pgbouncer]` section (e.g.
+ * `{ server_round_robin: 1 }`: it hands out its server connections in turn instead of the last one given back).
+ * Resolves once it answers a query.
  * @param {'transaction' | 'session' | 'statement'} mode
  * @param {number} [poolSize]
+ * @param {Record<string, string | number>} [settings]
  * @returns {Promise<PgBouncer>}
  */
-export async function startPgBouncer(mode, poolSize = 10) {
+export async function startPgBouncer(mode, poolSize = 10, settings = {}) {
   if (!PGBOUNCER) throw new Error('pgbouncer is not installed');
   const admin = process.env.NDL_TEST_ADMIN_URL;
   if (!admin) throw new Error('NDL_TEST_ADMIN_URL is not set: run the tests through `npm test`');
@@ -79,6 +82,7 @@ export async function startPgBouncer(mode, poolSize = 10) {
       `default_pool_size = ${poolSize}`,
       'max_client_conn = 500',
       'ignore_startup_parameters = extra_float_digits,options',
+      ...Object.entries(settings).map(([key, value]) => `${key} = ${value}`),
       // Debian's pgbouncer refuses to run as root: it drops to the postgres user (which embedded PostgreSQL also uses).
       ...(process.getuid?.() === 0 ? ['user = postgres'] : []),
       '',

@@ -1,5 +1,5 @@
 import { getDataSourceToken } from '@nestjs/typeorm';
-import { AppIdInUseError } from 'nestjs-db-locks';
+import { AppIdInUseError, LockConfigurationError } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
 import { poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
@@ -24,10 +24,13 @@ const ATTEMPTS = 40;
 
 const run = pgbouncerInstalled() ? describe : describe.skip;
 
-run('through PgBouncer in session mode (no option needed)', () => {
+run("through PgBouncer in session mode (declared: pooler: 'session')", () => {
   let bouncer: PgBouncer;
   let db: TestDatabase;
-  const apps = trackApps((appId: string, url?: string) => createLockApp(url ?? bouncer.through(db.url), { appId, waitRecheckMs: 10_000 }));
+  // Through the pooler, declared; directly (a URL given), nothing to declare.
+  const apps = trackApps((appId: string, url?: string) =>
+    createLockApp(url ?? bouncer.through(db.url), { appId, waitRecheckMs: 10_000, ...(url ? {} : { pooler: 'session' }) }),
+  );
 
   beforeAll(async () => {
     bouncer = await startPgBouncer('session', 20);
@@ -42,7 +45,14 @@ run('through PgBouncer in session mode (no option needed)', () => {
     await db?.drop();
   });
 
-  it('starts without directUrl, keeps named prepared statements, and runs the engine', async () => {
+  it("refuses to start undeclared, naming pooler: 'session' and directUrl (a pooler's session mode cannot be proven)", async () => {
+    const start = createLockApp(bouncer.through(db.url), { appId: 'undeclared' });
+    await expect(start).rejects.toThrow(LockConfigurationError);
+    await expect(start).rejects.toThrow(/through a pooler.*directUrl.*pooler: 'session'/s);
+    expect(await advisoryLocks(db)).toEqual([]);
+  });
+
+  it('starts declared without directUrl, keeps named prepared statements, and runs the engine', async () => {
     const one = await apps.start('one');
     expect(poolKeepsSessions(one.app.get<DataSource>(getDataSourceToken()))).toBe(true);
     await exerciseEngine(one.locks);

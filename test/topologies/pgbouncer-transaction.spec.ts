@@ -83,7 +83,7 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     expect(bouncer.version).toMatch(/^1\.(1[89]|[2-9]\d)\./);
   });
 
-  it('is told from a direct connection and from session mode by the start-up check', async () => {
+  it('is told from a direct connection, and a session-mode pooler is not taken for sessions, by the start-up check', async () => {
     const topology = async (url: string) => {
       const pool = new pg.Pool({ connectionString: url, max: 2 });
       try {
@@ -93,12 +93,15 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
       }
     };
     const single = await startPgBouncer('transaction', 1); // one server connection: the check must not wait for itself
+    const session = await startPgBouncer('session', 4);
     try {
       expect(await topology(bouncer.through(db.url))).toBe('transaction');
       expect(await topology(single.through(db.url))).toBe('transaction');
+      expect(await topology(session.through(db.url))).toBe('pooler'); // shares nothing, but its sessions are unproven
       expect(await topology(db.url)).toBe('session');
     } finally {
       await single.stop();
+      await session.stop();
     }
   });
 

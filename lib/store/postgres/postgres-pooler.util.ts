@@ -2,28 +2,34 @@ import type { Pool, PoolClient, QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 
 /**
- * What the connections of a pool reach: their own server session each (`'session'`: PostgreSQL itself, or a pooler
- * in session mode), server connections shared between transactions (`'transaction'`: PgBouncer in transaction mode,
- * RDS Proxy before it pins), or shared between statements (`'statement'`: no transactions at all).
+ * What the connections of a pool were found to reach:
+ * - `'session'`: a server session each, proven: PostgreSQL itself (or a TCP proxy such as HAProxy);
+ * - `'pooler'`: a pooler (PgBouncer, RDS Proxy, pgcat, Supavisor, Odyssey), seen to share nothing during the check;
+ *   whether its server connections are shared between transactions cannot be proven by observation;
+ * - `'transaction'`: a pooler seen sharing its server connections between transactions;
+ * - `'statement'`: a pooler in statement mode (no transactions at all).
  * @internal
  */
-export type PoolTopology = 'session' | 'transaction' | 'statement';
+export type PoolTopology = 'session' | 'pooler' | 'transaction' | 'statement';
 
-/** Rounds of the check: one is conclusive on an idle pooler; more make other clients' traffic irrelevant. */
+/** Rounds of the check: each one more chance to see a pooler share its server connections. */
 const ROUNDS = 3;
 
 const BACKEND_PID = 'SELECT pg_backend_pid() AS pid';
 
 /**
- * Whether `pool` is behind a transaction pooler, from two of its connections A and B in each round:
- * 1. A reads its backend pid (a pooler hands its server connection back once the statement ends);
- * 2. B opens a transaction and reads its pid (a pooler gives it a server connection for the whole transaction: LIFO
- *    in PgBouncer, the one A has just handed back);
- * 3. A reads its pid again while B's transaction is open, and B commits (sent at once, so that a pooler with a single
- *    server connection does not wait forever).
+ * What `pool` reaches, from two of its connections A and B. A connection is proven a session of its own when every
+ * statement on it runs in the backend whose pid the server announced at the connection's start-up (its
+ * `BackendKeyData`, kept by node-postgres as `processID`): PostgreSQL gives its own pid, and so does a TCP proxy in
+ * front of it, while a pooler hands its client a cancel key of its own, whatever server connection it then uses. Only
+ * when A and B are both proven (and distinct) is the pool `'session'`; a pooler in session mode cannot be told from
+ * one in transaction mode this way, and no other observation proves it either (a pooler that rotates its server
+ * connections shows a different pid only sometimes), so every pooler is a `'pooler'` at best.
  *
- * A real session keeps its pid, and two sessions never share one: B seeing A's pid, or A's pid changing, can only be
- * a pooler. A pooler in statement mode refuses B's `BEGIN`.
+ * Each round also tries what only a pooler does: A reads its pid, B opens a transaction and reads its pid, A reads
+ * its pid again while B's transaction is open, and B commits (sent at once, so that a pooler with a single server
+ * connection does not wait forever). B seeing A's pid, or A's pid changing, is a pooler sharing server connections
+ * between transactions (`'transaction'`); a pooler in statement mode refuses B's `BEGIN` (`'statement'`).
  * @internal
  */
 export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise<PoolTopology> {
@@ -32,6 +38,7 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
   let broken = false;
   try {
     b = await pool.connect();
+    let proven = announcedPid(a) !== announcedPid(b);
     for (let round = 0; round < ROUNDS; round++) {
       const first = await pidOf(a, timeoutMs);
       try {
@@ -48,8 +55,9 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
       const committed = b.query(timed('COMMIT', timeoutMs));
       const [second] = await Promise.all([again, committed]);
       if (inTransaction === first || second !== first) return 'transaction';
+      proven &&= first === announcedPid(a) && second === first && inTransaction === announcedPid(b);
     }
-    return 'session';
+    return proven ? 'session' : 'pooler';
   } catch (error) {
     broken = true;
     throw error;
@@ -57,6 +65,15 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
     a.release(broken);
     b?.release(broken);
   }
+}
+
+/**
+ * The backend pid the server announced when `client` connected (`BackendKeyData`); undefined when the driver keeps
+ * none (pg-native), which proves nothing.
+ */
+function announcedPid(client: PoolClient): number | undefined {
+  const announced = (client as { processID?: number | null }).processID;
+  return typeof announced === 'number' && announced > 0 ? announced : undefined;
 }
 
 async function pidOf(client: PoolClient, timeoutMs: number): Promise<number> {

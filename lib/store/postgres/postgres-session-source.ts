@@ -57,33 +57,37 @@ export class PostgresSessionSource {
   private async findProblems(): Promise<string[]> {
     const pool = this.runner.pool();
     const max = (pool.options as { max?: number }).max ?? 10;
+    const declared = this.options.pooler;
     if (!this.options.directUrl) this.runner.assertRoomForSessions();
-    else if (this.options.pooler === 'detect' && max < 2) {
+    else if (declared !== 'transaction' && max < 2) {
       return [`The lock DataSource's pool allows ${max} connection: raise \`extra.max\` (or poolSize) to at least 2`];
     }
-    const topology: PoolTopology =
-      this.options.pooler === 'transaction' ? 'transaction' : await detectPoolTopology(pool, this.options.queryTimeoutMs);
-    recordPoolTopology(this.dataSource, topology);
-    if (topology === 'statement') {
+    const found: PoolTopology =
+      declared === 'transaction' ? 'transaction' : await detectPoolTopology(pool, this.options.queryTimeoutMs);
+    if (found === 'statement') {
       return [
         'The lock DataSource connects through a pooler in statement mode, which refuses transactions: use ' +
           '`pool_mode = transaction` (with LockModule option directUrl) or `session` (docs/poolers.md)',
       ];
     }
-    if (!this.options.directUrl) {
-      if (topology === 'session') return [];
+    if (declared === 'session' && found === 'transaction') {
       return [
-        `The lock DataSource connects through a transaction pooler${this.options.pooler === 'transaction' ? ' (LockModule option pooler)' : ''}: ` +
-          'its server connections are shared between transactions, so the app id lock that refuses twins and the ' +
-          'LISTEN that wakes waiters would land on connections other clients share. Set LockModule option directUrl ' +
-          'to a connection string that reaches PostgreSQL directly (or through a pooler in session mode); see docs/poolers.md',
+        "LockModule option pooler is 'session', but the lock DataSource's connections were seen sharing server " +
+          "connections between transactions (a pooler in transaction mode): remove pooler: 'session' and set " +
+          'LockModule option directUrl to a connection string that reaches PostgreSQL directly (docs/poolers.md)',
       ];
     }
+    // A pooler declared in session mode gives each connection its server session: named statements stay on the pool.
+    const topology: PoolTopology = declared === 'session' ? 'session' : found;
+    recordPoolTopology(this.dataSource, topology);
+    if (!this.options.directUrl) return topology === 'session' ? [] : [noSessionProblem(topology)];
     const direct = this.directPool();
-    if ((await detectPoolTopology(direct, this.options.queryTimeoutMs)) !== 'session') {
+    const reached = await detectPoolTopology(direct, this.options.queryTimeoutMs);
+    if (reached !== 'session') {
       return [
-        'LockModule option directUrl reaches a pooler in transaction (or statement) mode: it must reach PostgreSQL ' +
-          'directly, or through a pooler in session mode (docs/poolers.md)',
+        `LockModule option directUrl reaches ${reached === 'pooler' ? 'a pooler' : `a pooler in ${reached} mode`}, ` +
+          'not a PostgreSQL session of its own (its connections do not run in the backend the server announced at ' +
+          'their start-up): it must reach PostgreSQL directly, or through a TCP proxy (docs/poolers.md)',
       ];
     }
     const [viaPool, viaDirect] = await Promise.all([identityOf(pool, this.options), identityOf(direct, this.options)]);
@@ -127,6 +131,26 @@ export class PostgresSessionSource {
     this.direct = direct;
     return direct;
   }
+}
+
+/** Why a DataSource whose connections are not proven sessions needs `directUrl` (or a declaration). */
+function noSessionProblem(topology: PoolTopology): string {
+  const needs =
+    'The app id lock that refuses twins and the LISTEN that wakes waiters need sessions of their own: set LockModule ' +
+    'option directUrl to a connection string that reaches PostgreSQL directly';
+  if (topology === 'transaction') {
+    return (
+      'The lock DataSource connects through a transaction pooler (LockModule option pooler, or its connections seen ' +
+      `sharing server connections between transactions). ${needs} (docs/poolers.md)`
+    );
+  }
+  return (
+    'The lock DataSource connects through a pooler (its connections do not run in the backend announced at their ' +
+    'start-up: PgBouncer, RDS Proxy, pgcat, Supavisor, Odyssey; or a driver that keeps no BackendKeyData, such as ' +
+    'pg-native), and no observation proves that it does not share server connections between transactions. ' +
+    `${needs}; or, if it runs in session mode (PgBouncer \`pool_mode = session\`), declare it with LockModule option ` +
+    "pooler: 'session' (docs/poolers.md)"
+  );
 }
 
 /** The database and server `pool` reaches, as one string (no secrets). */
