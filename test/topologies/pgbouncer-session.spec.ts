@@ -52,6 +52,13 @@ run("through PgBouncer in session mode (declared: pooler: 'session')", () => {
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
+  it('refuses a directUrl through it: a directUrl must be proven to reach PostgreSQL itself', async () => {
+    const start = createLockApp(db.url, { appId: 'direct-via-pooler', directUrl: bouncer.through(db.url) });
+    await expect(start).rejects.toThrow(LockConfigurationError);
+    await expect(start).rejects.toThrow(/directUrl reaches a pooler, not a PostgreSQL session of its own/);
+    expect(await advisoryLocks(db)).toEqual([]);
+  });
+
   it('starts declared without directUrl, keeps named prepared statements, and runs the engine', async () => {
     const one = await apps.start('one');
     expect(poolKeepsSessions(one.app.get<DataSource>(getDataSourceToken()))).toBe(true);

@@ -15,6 +15,7 @@ import { runCheckedWorkers } from '../support/checked-workers.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
+import { startFaultProxy } from '../support/tcp-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -94,7 +95,9 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     };
     const single = await startPgBouncer('transaction', 1); // one server connection: the check must not wait for itself
     const session = await startPgBouncer('session', 4);
+    const proxy = await startFaultProxy(db.url); // a TCP proxy (as HAProxy) passes the server's BackendKeyData on
     try {
+      expect(await topology(proxy.via(db.url))).toBe('session');
       expect(await topology(bouncer.through(db.url))).toBe('transaction');
       expect(await topology(single.through(db.url))).toBe('transaction');
       expect(await topology(session.through(db.url))).toBe('pooler'); // shares nothing, but its sessions are unproven
@@ -102,6 +105,7 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     } finally {
       await single.stop();
       await session.stop();
+      await proxy.close();
     }
   });
 
@@ -111,6 +115,13 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
       await expect(start).rejects.toThrow(LockConfigurationError);
       await expect(start).rejects.toThrow(/transaction pooler.*directUrl/s);
     }
+    expect(await advisoryLocks(db)).toEqual([]);
+  });
+
+  it("refuses pooler: 'session' declared on a pooler seen sharing server connections", async () => {
+    const start = apps.start({ appId: 'misdeclared', pooler: 'session' });
+    await expect(start).rejects.toThrow(LockConfigurationError);
+    await expect(start).rejects.toThrow(/pooler is 'session', but .* seen sharing server connections/);
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
