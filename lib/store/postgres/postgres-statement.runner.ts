@@ -134,10 +134,10 @@ export class PostgresStatementRunner {
     const pool = this.pool();
     const borrowed = lane?.borrow();
     const client = borrowed ?? (await pool.connect());
-    // A named prepared statement is safe on a session of its own: the lane's (a kept session: direct, or pooled in
-    // session mode) and the pool's once it is known to give sessions. Behind a transaction pooler (or before the
-    // start-up check told) the statement goes unnamed: another client's server connection may already hold the name
-    // (42P05) or this one's may not (26000), and PgBouncer before 1.21 keeps neither.
+    // A named prepared statement is safe on a session of its own: the lane's (a kept session: proven direct, or on a
+    // pooler declared in session mode) and the pool's once it is proven (or declared) to give sessions. Behind any
+    // other pool (or before the start-up check told) the statement goes unnamed: another client's server connection
+    // may already hold the name (42P05) or this one's may not (26000), and PgBouncer before 1.21 keeps neither.
     const named = borrowed !== undefined || poolKeepsSessions(this.dataSource);
     const statement = named || query.name === undefined ? query : { ...query, name: undefined };
     // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
