@@ -6,7 +6,7 @@ import { poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util
 import { exerciseEngine } from '../support/exercise-engine.js';
 import { runCheckedWorkers } from '../support/checked-workers.js';
 import { startDbSampler } from '../support/invariant-checker.js';
-import { createLockApp, trackApps } from '../support/lock-app.js';
+import { createLockApp, trackApps, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -27,9 +27,13 @@ const run = pgbouncerInstalled() ? describe : describe.skip;
 run("through PgBouncer in session mode (declared: pooler: 'session')", () => {
   let bouncer: PgBouncer;
   let db: TestDatabase;
-  // Through the pooler, declared; directly (a URL given), nothing to declare.
-  const apps = trackApps((appId: string, url?: string) =>
-    createLockApp(url ?? bouncer.through(db.url), { appId, waitRecheckMs: 10_000, ...(url ? {} : { pooler: 'session' }) }),
+  // Through the pooler, declared; directly (a URL given), nothing to declare; `options` replace those.
+  const apps = trackApps((appId: string, url?: string, options?: Partial<TestLockOptions>) =>
+    createLockApp(url ?? bouncer.through(db.url), {
+      appId,
+      waitRecheckMs: 10_000,
+      ...(options ?? (url ? {} : { pooler: 'session' })),
+    }),
   );
 
   beforeAll(async () => {
@@ -46,14 +50,14 @@ run("through PgBouncer in session mode (declared: pooler: 'session')", () => {
   });
 
   it("refuses to start undeclared, naming pooler: 'session' and directUrl (a pooler's session mode cannot be proven)", async () => {
-    const start = createLockApp(bouncer.through(db.url), { appId: 'undeclared' });
+    const start = apps.start('undeclared', undefined, {});
     await expect(start).rejects.toThrow(LockConfigurationError);
     await expect(start).rejects.toThrow(/through a pooler.*directUrl.*pooler: 'session'/s);
     expect(await advisoryLocks(db)).toEqual([]);
   });
 
   it('refuses a directUrl through it: a directUrl must be proven to reach PostgreSQL itself', async () => {
-    const start = createLockApp(db.url, { appId: 'direct-via-pooler', directUrl: bouncer.through(db.url) });
+    const start = apps.start('direct-via-pooler', db.url, { directUrl: bouncer.through(db.url) });
     await expect(start).rejects.toThrow(LockConfigurationError);
     await expect(start).rejects.toThrow(/directUrl reaches a pooler, not a PostgreSQL session of its own/);
     expect(await advisoryLocks(db)).toEqual([]);
