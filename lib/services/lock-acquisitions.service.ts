@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setMaxListeners } from 'node:events';
 import { IllegalMonitorStateError, LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest, LockStats } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
@@ -47,6 +48,7 @@ export class LockAcquisitions {
     private readonly telemetry: LockTelemetry,
   ) {
     this.outcomes = new LockOutcomes(store, leases, options);
+    setMaxListeners(Infinity, this.closing.signal); // one listener per wait under way
   }
 
   /** How many waits are under way. */
