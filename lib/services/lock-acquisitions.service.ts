@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { IllegalMonitorStateError, LockShutdownError, LockWaitAbortedError } from '../errors/index.js';
+import { setMaxListeners } from 'node:events';
+import { IllegalMonitorStateError, LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest, LockStats } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
@@ -10,6 +11,16 @@ import { LockLeases } from './lock-leases.service.js';
 import { LockNotifications } from './lock-notifications.service.js';
 import { LockOutcomes } from './lock-outcomes.ledger.js';
 import { waitForGroup } from './lock-waiter.js';
+import { bounded, NEVER } from '../utils/wait-timing.util.js';
+
+/**
+ * How long `close()` awaits the removal of the rows of the waits it ends, in all (the database is still open then): a
+ * pool kept busy by the application, or a database away, does not hold the shutdown up beyond this.
+ */
+const CLOSE_CLEANUP_MS = 1000;
+
+/** The key of a waiter's rows in `LockLeases.retries`. */
+const WAITER_KEY = 'waiter:';
 
 /**
  * Grants and releases of validated groups and stamps, for `LockService`: the instance lock checked first, the lease
@@ -26,6 +37,8 @@ export class LockAcquisitions {
   private readonly closing = new AbortController();
   /** The waits under way, so that shutdown can await their clean-up. */
   private readonly waits = new Set<Promise<number>>();
+  /** The removals of waiter rows under way (also those a wait did not await), so that shutdown can await them. */
+  private readonly cleanups = new Set<Promise<void>>();
   /** The attempts of this service, to resolve one whose outcome is unknown. */
   private readonly outcomes: LockOutcomes;
 
@@ -38,6 +51,7 @@ export class LockAcquisitions {
     private readonly telemetry: LockTelemetry,
   ) {
     this.outcomes = new LockOutcomes(store, leases, options);
+    setMaxListeners(Infinity, this.closing.signal); // one listener per wait under way
   }
 
   /** How many waits are under way. */
@@ -53,7 +67,7 @@ export class LockAcquisitions {
     let sentAt = 0;
     const attempt = async (waiter?: string): Promise<number> => {
       // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
-      if (!this.instanceLock.held) await this.instanceLock.ensure();
+      if (!this.instanceLock.held) await this.ensureInstanceLock();
       // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
       sentAt = LockLeases.now();
       return this.outcomes.track(this.store.tryAcquire(group, waiter));
@@ -91,13 +105,43 @@ export class LockAcquisitions {
     resolve: (since: number) => Promise<number>,
   ): Promise<number> {
     const { store, notifications } = this;
-    const context = { store, attempt, resolve, notifications, recheckMs: this.options.waitRecheckMs };
+    const { waitRecheckMs: recheckMs, grantLeaseMs: leaseMs } = this.options;
+    const cleanUp = (waiter: string, after: Promise<unknown>) => this.removeWaiter(waiter, after);
+    const context = { store, attempt, resolve, notifications, recheckMs, leaseMs, cleanUp };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
     this.waits.add(waiting);
     const forget = () => void this.waits.delete(waiting);
     waiting.then(forget, forget);
     return waiting;
+  }
+
+  /**
+   * Takes the app id back (see `InstanceLock.ensure`) before an attempt. No acquisition was sent when it fails: a
+   * store error is one of known outcome, whatever the claim's own statements left unknown.
+   */
+  private async ensureInstanceLock(): Promise<void> {
+    try {
+      await this.instanceLock.ensure();
+    } catch (error) {
+      if (!(error instanceof LockStoreError) || !error.outcomeUnknown) throw error;
+      throw new LockStoreError(error.operation, error.code, false, error.cause);
+    }
+  }
+
+  /**
+   * Removes `waiter`'s rows once `after` has settled; a removal that fails is queued in `LockLeases.retries`, made
+   * again as soon as the database answers. Never rejects.
+   */
+  private removeWaiter(waiter: string, after: Promise<unknown>): Promise<void> {
+    const remove = () => this.store.unregisterWaiter(waiter);
+    const removal = after.then(remove).then(
+      () => undefined,
+      () => this.leases.retries.add(WAITER_KEY + waiter, remove),
+    );
+    this.cleanups.add(removal);
+    void removal.then(() => this.cleanups.delete(removal));
+    return removal;
   }
 
   /** Releases the validated `stamp` (see `LockService.releaseLocks`). */
@@ -129,12 +173,16 @@ export class LockAcquisitions {
   }
 
   /**
-   * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows; later acquisitions
-   * are refused with the same error.
+   * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows (also those of waits
+   * that did not await it, and those whose removal failed and is queued), for `CLOSE_CLEANUP_MS` at most; later
+   * acquisitions are refused with the same error.
    */
   async close(): Promise<void> {
+    const until = Date.now() + CLOSE_CLEANUP_MS;
     this.closing.abort(new LockShutdownError());
     await Promise.allSettled([...this.waits]);
+    await bounded(Promise.all([...this.cleanups]), until, NEVER);
+    await this.leases.retries.drain(WAITER_KEY, until);
   }
 
   /** Counters since start. */

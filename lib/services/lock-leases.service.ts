@@ -6,6 +6,10 @@ import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { LockReleaseRetries } from './lock-release-retries.js';
+
+/** The key of a stamp's release in `LockLeases.retries`. */
+const releaseKey = (stamp: number) => `release:${stamp}`;
 
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
 const WALL_CLOCK_SLACK_MS = 100;
@@ -42,16 +46,17 @@ interface HeldGrant {
  *   holder is told before anybody else can be granted, whatever the database or the network does. With `maxHoldMs`,
  *   it also marks it lost `maxHoldMs` after its acquisition was sent: the renewals stop extending the lease at
  *   `maxHoldMs` after the database's (later) acquisition time.
- * - A release that failed is not renewed any more and is retried on every renewal tick; if the database stays away,
- *   the lease ends and any reaper frees it.
+ * - A release that failed is not renewed any more and is made again as soon as the database answers (`retries`:
+ *   from a few milliseconds after the failure, backing off to a quarter of a second, and on every renewal tick); if
+ *   the database stays away, the lease ends and any reaper frees it.
  * @internal
  */
 @Injectable()
 export class LockLeases {
   private readonly logger = new Logger('LockModule');
   private readonly held = new Map<number, HeldGrant>();
-  /** Stamps whose release failed, to release again. */
-  private readonly releasing = new Set<number>();
+  /** The releases that failed (and the waiter clean-ups of `LockAcquisitions`), made again until they succeed. */
+  readonly retries = new LockReleaseRetries();
   private watchdog?: NodeJS.Timeout;
   private watchdogAt = Infinity;
   /** When the first of the renewals failing since the last success was sent (monotonic clock); none failing: undefined. */
@@ -102,10 +107,13 @@ export class LockLeases {
     this.held.delete(stamp);
   }
 
-  /** Stops renewing a grant whose release failed, and releases it again on the next renewal ticks. */
+  /**
+   * Stops renewing a grant whose release failed, and releases it again as soon as the database answers; a grant then
+   * found gone (released after all, reaped) is done.
+   */
   releaseLater(stamp: number): void {
     this.held.delete(stamp);
-    this.releasing.add(stamp);
+    this.retries.add(releaseKey(stamp), () => this.store.release(stamp));
   }
 
   /** Whether this process still holds `stamp` as far as it knows: renewed in time, never found gone. */
@@ -115,7 +123,7 @@ export class LockLeases {
 
   /** Whether `stamp` is a grant of this process: held (even past its deadline) or being released. */
   knows(stamp: number): boolean {
-    return this.held.has(stamp) || this.releasing.has(stamp);
+    return this.held.has(stamp) || this.retries.has(releaseKey(stamp));
   }
 
   /** The grant's signal; an already aborted one for a stamp this process does not hold. */
@@ -202,15 +210,9 @@ export class LockLeases {
     }
   }
 
-  /** Releases again the grants whose release failed; a grant found gone (released after all, reaped) is done. */
-  async retryReleases(): Promise<void> {
-    const stamps = [...this.releasing];
-    await Promise.all(
-      stamps.map(async (stamp) => {
-        await this.store.release(stamp);
-        this.releasing.delete(stamp);
-      }),
-    );
+  /** The renewal tick's backstop: makes every failed release (and waiter clean-up) again now. */
+  retryReleases(): Promise<void> {
+    return this.retries.runNow();
   }
 
   /** The stamps this process holds. */
@@ -218,8 +220,9 @@ export class LockLeases {
     return [...this.held.keys()];
   }
 
-  /** Stops the watchdog, at the very end of shutdown (nothing is held any more). */
+  /** Stops the watchdog and the retries of failed clean-ups, at the very end of shutdown (nothing is held any more). */
   stop(): void {
+    this.retries.stop();
     clearTimeout(this.watchdog);
     this.watchdogAt = Infinity;
   }

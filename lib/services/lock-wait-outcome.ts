@@ -15,6 +15,48 @@ import type { WaitContext } from './lock-waiter.js';
 export const FIRST_BACKOFF_MS = 50;
 
 /**
+ * How long past its deadline a wait goes on looking for the outcome of an attempt whose answer was lost, when the
+ * database has not answered by then (it is coming back: a restart, a promotion): the caller is told what happened
+ * rather than an error, unless the database stays away this long too.
+ */
+export const RESOLVE_GRACE_MS = 5000;
+
+/**
+ * What an attempt sent at `sentAt` (`Date.now()`) whose answer was lost got: the stamp of the grant it brought (or
+ * another orphan of its group, see `takeLostGrant`), or 0 when it granted nothing or nothing that could still be held.
+ * Looks until the database answers: past `deadline` by `RESOLVE_GRACE_MS` at most, and never past `sentAt` plus the
+ * lease (a grant it may have got is over by then, from this process's side: nobody renewed it, and it ends with its
+ * lease). Undefined when `signal` fired first.
+ * @throws LockStoreError (`outcomeUnknown`) saying so, when the database did not answer within the grace.
+ */
+export async function resolveLostAnswer(
+  context: WaitContext,
+  lost: LockStoreError,
+  look: { readonly waiter: string; readonly sentAt: number; readonly rowsTell: boolean },
+  deadline: number,
+  signal: AbortSignal,
+): Promise<number | undefined> {
+  const leaseOver = look.sentAt + context.leaseMs;
+  const until = Math.min(deadline + RESOLVE_GRACE_MS, leaseOver);
+  // Its rows still there: nothing was granted. Gone (or unable to tell): the grant that landed is taken.
+  const nothing = look.rowsTell && (await grantedNothing(context, look.waiter, until, signal));
+  const taken = nothing ? 0 : await takeLostGrant(context, look.sentAt, until, signal);
+  if (signal.aborted) {
+    if (taken) await context.store.release(taken).catch(() => undefined);
+    return undefined;
+  }
+  if (taken !== undefined) return taken;
+  if (Date.now() >= leaseOver) return 0;
+  throw new LockStoreError(
+    `tryLocks (a wait whose last attempt lost its answer: the database did not answer within ${RESOLVE_GRACE_MS} ms ` +
+      `of the deadline, so whether it was granted is unknown; such a grant is never renewed and ends with its lease)`,
+    lost.code,
+    true,
+    lost.cause,
+  );
+}
+
+/**
  * Tells whether an attempt whose answer was lost granted nothing, by looking once the database answers again: the
  * waiter's rows are still there (a grant removes them in its own commit). Asks again with back-off until `deadline`;
  * false when it could not tell by then, or the rows are gone (then it may have been granted).

@@ -4,7 +4,7 @@ import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../erro
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
-import { FIRST_BACKOFF_MS, grantedNothing, takeLostGrant } from './lock-wait-outcome.js';
+import { FIRST_BACKOFF_MS, resolveLostAnswer } from './lock-wait-outcome.js';
 import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
 
 /** What a wait needs. @internal */
@@ -20,6 +20,13 @@ export interface WaitContext {
   readonly notifications: LockNotifications;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
+  /** The lease of a grant (`grantLeaseMs`): a grant an attempt may have got is over this long after it was sent. */
+  readonly leaseMs: number;
+  /**
+   * Removes the waiter's rows once `after` has settled (its last registration), and never rejects: a removal that
+   * fails is made again as soon as the database answers.
+   */
+  readonly cleanUp: (waiter: string, after: Promise<unknown>) => Promise<void>;
 }
 
 /**
@@ -44,18 +51,20 @@ function stopError(signal: AbortSignal): LockWaitAbortedError {
  * seen by the first attempt; one that commits after it sees the waiter and notifies.
  *
  * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover to a
- * standby): an attempt or a registration that failed is made again, with back-off, until the deadline, which then
- * reports the last failure. An attempt whose answer was lost (its outcome unknown) is resolved by looking: once the
- * database answers again, the waiter's rows still being there prove it granted nothing, and the wait goes on. When
- * the rows cannot tell (they are gone, or a registration was in flight with the attempt), the waiter takes the grant
- * that landed, if one did (`WaitContext.resolve`: a grant of its group taken since by this instance that nobody
- * holds), and otherwise goes on waiting. Only an outcome it still cannot tell at the deadline (the database never
- * came back) ends the wait with the attempt's error; a grant it may have made is then never renewed, and ends with
- * its lease.
+ * standby, the app id's session being taken back): an attempt or a registration that failed is made again, with
+ * back-off, until the deadline, which then ends the wait as busy (0): a wait ends with a grant, at its deadline, or
+ * when `signal` fires, never with a store error of a known outcome. An attempt whose answer was lost (its outcome
+ * unknown) is resolved by looking (`resolveLostAnswer`): once the database answers again, the waiter's rows still
+ * being there prove it granted nothing, and the wait goes on. When the rows cannot tell (they are gone, or a
+ * registration was in flight with the attempt), the waiter takes the grant that landed, if one did
+ * (`WaitContext.resolve`: a grant of its group taken since by this instance that nobody holds), and otherwise goes on
+ * waiting. The look goes on past the deadline for a short grace; only when the database did not answer by then (and
+ * a grant it may have made could still be within its lease) does the wait end with a `LockStoreError` saying so: such
+ * a grant is never renewed, and ends with its lease.
  *
  * Resolves with the stamp, or 0 at the deadline. When `signal` fires it rejects with `LockWaitAbortedError` (or the
  * `LockShutdownError` that is the signal's reason), also when the attempt in flight at that moment was granted: the
- * grant is released first. Its waiter rows are removed however it ends.
+ * grant is released first. Its waiter rows are removed however it ends (`WaitContext.cleanUp`).
  *
  * Every step that needs the database or a pool connection is bounded, whatever the pool is doing: listening and
  * registering are not waited for beyond `recheckMs` (the attempts go on, on the timer), an attempt not beyond the
@@ -95,13 +104,8 @@ export async function waitForGroup(
     await bounded(context.notifications.listening(), Math.min(deadline, Date.now() + context.recheckMs), signal);
     if (signal.aborted) throw stopError(signal);
     let registeredAt = -Infinity;
-    let failure: LockStoreError | undefined;
     /** Failures in a row, for the back-off before the next attempt. */
     let failures = 0;
-    const knownFailure = (error: unknown): void => {
-      if (!(error instanceof LockStoreError) || error.outcomeUnknown) throw error;
-      failure = error;
-    };
     /** Registers (or refreshes) the rows, waiting for the answer at most `waitMs` (and never past the deadline). */
     const register = async (waitMs: number) => {
       registering = true;
@@ -114,7 +118,6 @@ export async function waitForGroup(
       } catch (error) {
         // Registering again is harmless (it refreshes the rows), so a lost answer is as good as a failure here.
         if (!(error instanceof LockStoreError)) throw error;
-        failure = error;
       }
     };
     // The first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the
@@ -133,7 +136,6 @@ export async function waitForGroup(
         if (!tried && signal.aborted) tried = await bounded(trying, Date.now() + LAST_CHECK_MS, NEVER);
         if (tried) {
           stamp = tried.value;
-          failure = undefined;
           failures = 0;
         } else {
           abandoned = true;
@@ -141,21 +143,13 @@ export async function waitForGroup(
           trying.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
         }
       } catch (error) {
+        // Anything but a store error (the app id taken by a twin: fenced for good) ends the wait.
+        if (!(error instanceof LockStoreError)) throw error;
         failures += 1;
-        if (error instanceof LockStoreError && error.outcomeUnknown) {
-          // Its rows still there: nothing was granted. Gone (or unable to tell): the grant that landed is taken.
-          const nothing = rowsTell && (await grantedNothing(context, waiter, deadline, signal));
-          const taken = nothing ? 0 : await takeLostGrant(context, sentAt, deadline, signal);
-          if (signal.aborted) {
-            if (taken) await context.store.release(taken).catch(() => undefined);
-            throw stopError(signal);
-          }
-          if (taken === undefined) throw error;
+        if (error.outcomeUnknown) {
+          const taken = await resolveLostAnswer(context, error, { waiter, sentAt, rowsTell }, deadline, signal);
+          if (taken === undefined) throw stopError(signal);
           stamp = taken;
-          // Now known: nothing was granted, or the grant is this waiter's.
-          failure = new LockStoreError(error.operation, error.code, false, error.cause);
-        } else {
-          knownFailure(error);
         }
       }
       if (signal.aborted) {
@@ -167,11 +161,7 @@ export async function waitForGroup(
         if (!registering) registration = undefined; // the granting statement removed the waiter's rows
         return stamp;
       }
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        if (failure) throw failure;
-        return 0;
-      }
+      if (deadline - Date.now() <= 0) return 0;
       if (!registering && Date.now() - registeredAt > ttlMs / 3) {
         // A refresh is waited for, so that no attempt runs alongside it: then the rows can tell what an attempt
         // whose answer was lost did (a refresh landing after a grant would put them back).
@@ -198,9 +188,9 @@ export async function waitForGroup(
   } finally {
     signal.removeEventListener('abort', onAbort);
     unsubscribe();
-    // Should this fail (the database is gone), the rows expire by themselves within `ttlMs`. A registration still in
-    // flight is removed once it has landed.
-    const cleanup = registration?.then(() => context.store.unregisterWaiter(waiter)).catch(() => undefined);
+    // Should this fail (the database is gone), it is made again once the database answers (the rows also expire by
+    // themselves within `ttlMs`). A registration still in flight is removed once it has landed.
+    const cleanup = registration && context.cleanUp(waiter, registration);
     if (!abandoned && !registering) await cleanup;
     // A registration whose answer is on its way (its rows landed) is waited for a moment: a shutdown closes the pool
     // right after, and the rows would stay until they expire.

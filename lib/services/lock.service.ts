@@ -118,9 +118,10 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @returns the group's stamp (a positive integer, unique for the life of the tables), or `0` when some lock of the
    *   group is not available.
    * @throws InvalidLockSpecError before any database call, for a bad spec or group.
-   * @throws LockStoreError when the database fails (transient failures are retried first, and a wait goes on through
-   *   failures that granted nothing); `outcomeUnknown` is true when the group may have been granted all the same
-   *   (nobody renews such a grant: it is freed within `leaseMs + reaperIntervalMs`).
+   * @throws LockStoreError when the database fails (transient failures are retried first); `outcomeUnknown` is true
+   *   when the group may have been granted all the same (nobody renews such a grant: it is freed within
+   *   `leaseMs + reaperIntervalMs`). A wait goes on through failures until its deadline (then it returns 0), and
+   *   throws it only when an attempt's answer was lost and the database did not answer within 5 s past the deadline.
    * @throws AppIdInUseError when a twin took this instance's `appId` while it was disconnected (it grants nothing more).
    * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
    * @throws LockShutdownError when the application shuts down during the wait, or has begun to (`app.close()`):
@@ -148,8 +149,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @throws IllegalMonitorStateError when no lock of this `appId` has that stamp (unknown, foreign, already
    *   released or recovered).
    * @throws LockStoreError when the database cannot be reached: the grant is no longer renewed and its release is
-   *   retried in the background on every renewal tick; if the database stays away, its lease ends and any reaper
-   *   frees it. Either way it is free within `leaseMs + reaperIntervalMs` once the database answers.
+   *   made again in the background as soon as the database answers (from 5 ms after the failure, backing off to
+   *   250 ms, and on every renewal tick); if the database stays away, its lease ends and any reaper frees it. Either way it is free within `leaseMs + reaperIntervalMs` once the database answers.
    */
   async releaseLocks(stamp: number): Promise<void> {
     assertStamp(stamp);
