@@ -129,14 +129,11 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
           await workers.kill(target);
           break;
         case 'pause': {
-          const live = workers.live(target);
-          if (!live) {
-            faults[kind]--;
-            break;
-          }
-          live.child.kill('SIGSTOP');
+          let live = workers.live(target);
+          for (let i = 0; !live && i < 100; i++) live = (await sleep(100), workers.live(target)); // starting again
+          live?.child.kill('SIGSTOP');
           await sleep(options.leaseMs + 300 + random() * 1500);
-          live.child.kill('SIGCONT');
+          live?.child.kill('SIGCONT');
           break;
         }
         case 'fast-restart':
