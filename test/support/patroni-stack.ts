@@ -61,6 +61,8 @@ export interface PatroniStack {
   inRecovery(name: string): Promise<boolean | undefined>;
   /** The rows of `text` through HAProxy, or undefined while it does not answer. */
   tryQuery<R>(text: string): Promise<R[] | undefined>;
+  /** The rows of `text` on node `name` itself, or undefined while it does not answer. */
+  tryQueryOn<R>(name: string, text: string): Promise<R[] | undefined>;
   /** Stops everything and deletes the folders. */
   destroy(): Promise<void>;
 }
@@ -246,6 +248,7 @@ export async function startPatroniStack(): Promise<PatroniStack> {
         body: JSON.stringify({ leader: from, candidate: to.name }),
       }, 60_000); // answered once the switchover is done
       if (!response.ok) throw new Error(`Patroni switchover refused: ${response.status} ${await response.text()}`);
+      await waitFor(`${to.name} did not become the leader`, async () => (await leader()) === to.name, 30_000);
     },
     async killLeaderPostmaster() {
       const name = await leader();
@@ -264,6 +267,7 @@ export async function startPatroniStack(): Promise<PatroniStack> {
       return (await tryQuery<{ r: boolean }>('SELECT pg_is_in_recovery() AS r', nodeUrl(name)))?.[0]?.r;
     },
     tryQuery: (text) => tryQuery(text),
+    tryQueryOn: (name, text) => tryQuery(text, nodeUrl(name)),
     async destroy() {
       haproxy.kill('SIGKILL');
       for (const n of nodes) n.process?.kill('SIGTERM');
