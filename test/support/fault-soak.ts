@@ -172,13 +172,18 @@ async function readState(url: string, appIds: readonly string[]): Promise<SoakDa
   const ids = appIds.map(() => '?').join(', ');
   const counter = await onServer<{ n: unknown }>(url, 'SELECT SUM(n) AS n FROM soak_counter');
   const ledger = await onServer<{ id: string; name: string; token: unknown; prev_token: unknown }>(url, 'SELECT id, name, token, prev_token FROM soak_ledger');
-  const log = await onServer<{ stamp: unknown; status: string; lock_names: unknown }>(url, `SELECT stamp, status, lock_names FROM locking_log WHERE app_id IN (${ids})`, [...appIds]);
+  const log = await onServer<{ stamp: unknown; status: string; lock_names: unknown; done: unknown }>(
+    url,
+    `SELECT stamp, status, lock_names, business_done IS NOT NULL AS done FROM locking_log WHERE app_id IN (${ids})`,
+    [...appIds],
+  );
   const left = async (table: string) =>
     Number((await onServer<{ n: unknown }>(url, `SELECT COUNT(*) AS n FROM ${table} WHERE app_id IN (${ids})`, [...appIds]))[0]?.n ?? 0);
   return {
     counter: Number(counter[0]?.n ?? 0),
     ledger: ledger.map((row) => ({ ...row, token: Number(row.token), prev_token: Number(row.prev_token) })),
     statusOf: new Map(log.filter((row) => namesOf(row.lock_names).length > 0).map((row) => [Number(row.stamp), row.status])),
+    businessDone: new Set(log.filter((row) => row.done === true || Number(row.done) === 1).map((row) => Number(row.stamp))),
     leftLocks: await left('locking'),
     leftWaiters: await left('locking_waiters'),
   };

@@ -8,6 +8,8 @@ export interface SoakDatabaseState {
   readonly ledger: ReadonlyArray<{ id: string; name: string; token: number; prev_token: number }>;
   /** The final status of each grant's log row, by stamp. */
   readonly statusOf: ReadonlyMap<number, string>;
+  /** The stamps whose log row records a business done (markBusinessDone fenced a live grant). */
+  readonly businessDone: ReadonlySet<number>;
   /** Lock and waiter rows of the soak's app ids left after every worker closed. */
   readonly leftLocks: number;
   readonly leftWaiters: number;
@@ -65,6 +67,8 @@ export function judgeSoak(incarnations: readonly Incarnation[], db: SoakDatabase
   if (db.counter !== db.ledger.length) fenced.push(`counter ${db.counter} != ${db.ledger.length} fenced writes in the ledger`);
   for (const id of acked) if (!inLedger.has(id)) fenced.push(`acknowledged commit ${id} is missing`);
   for (const id of inLedger) if (!sent.has(id)) fenced.push(`${id} committed without its holder committing it`);
+  // Nothing a lost holder wrote: every committed write was fenced by a grant that was live at its business done.
+  for (const row of db.ledger) if (!db.businessDone.has(row.token)) fenced.push(`${row.id} committed under stamp ${row.token}, never marked business done`);
 
   // Every ended grant's holder told: a grant that did not end by its holder's release fired its signal first.
   const untold: string[] = [];
