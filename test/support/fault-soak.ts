@@ -122,7 +122,9 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
       await sleep(1000 + random() * 2500);
       if (round.length === 0) round.push(...[...SOAK_FAULTS].sort(() => random() - 0.5));
       const kind = round.shift()!;
-      const target = pick(appIds);
+      // Kills and pauses strike a holder when one holds a grant (then somebody else waits for it).
+      const holding = workers.holding();
+      const target = holding.length > 0 && kind !== 'terminate' ? pick(holding) : pick(appIds);
       faults[kind]++;
       switch (kind) {
         case 'kill':
@@ -132,7 +134,7 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
           let live = workers.live(target);
           for (let i = 0; !live && i < 100; i++) live = (await sleep(100), workers.live(target)); // starting again
           live?.child.kill('SIGSTOP');
-          await sleep(options.leaseMs + 300 + random() * 1500);
+          await sleep(options.leaseMs + 800 + random() * 1500);
           live?.child.kill('SIGCONT');
           break;
         }

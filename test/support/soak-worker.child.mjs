@@ -96,6 +96,7 @@ async function fencedWrite(stamp, name) {
       `INSERT INTO soak_ledger (id, name, token, prev_token) VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)})`,
       [id, name, stamp, Number(row.token)],
     );
+    await sleep(Math.random() * 40); // the rest of the business work, before the fence
     try {
       await locks.markBusinessDone(stamp, runner.manager);
     } catch (error) {
@@ -146,7 +147,8 @@ while (running) {
     await fencedWrite(stamp, name);
     confirm();
   }
-  while (now() < until && confirm()) await sleep(5);
+  // A holder that works under its grant: before each step it asks whether it still holds it (also after a pause).
+  while (confirm() && now() < until) await sleep(5);
   if (from !== undefined) report({ event: 'hold', stamp, name, from, to });
   report({ event: 'release-call', stamp, at: now() });
   try {

@@ -25,6 +25,8 @@ export interface SoakWorkers {
   readonly incarnations: readonly Incarnation[];
   /** The live process of each `appId` (started and not stopped), or undefined while it starts again. */
   live(appId: string): Incarnation | undefined;
+  /** The app ids whose live process holds a grant now (it reported a grant and no release call after it). */
+  holding(): string[];
   /** Kill -9 of `appId`'s process; it is started again at once. */
   kill(appId: string): Promise<void>;
   /** Asks every worker to stop (it ends its loop, releases and closes its app); resolves with each close's ms. */
@@ -72,6 +74,14 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
     live(appId) {
       const incarnation = current.get(appId);
       return incarnation?.events.some((e) => e.event === 'started') ? incarnation : undefined;
+    },
+    holding() {
+      return [...current.values()]
+        .filter((i) => {
+          const events = i.events.map((e) => e.event);
+          return events.lastIndexOf('grant') > events.lastIndexOf('release-call');
+        })
+        .map((i) => i.appId);
     },
     async kill(appId) {
       const incarnation = current.get(appId);
