@@ -9,7 +9,7 @@ import { DataSource } from 'typeorm';
 import { makeReachableByPostgresUser } from '../../sample-app/src/database/postgres-user-access.js';
 import { freePort } from '../../sample-app/src/database/embedded-postgres.js';
 import { debianPostgresBin } from './standby-cluster.js';
-import { connectClient } from './test-database.js';
+import { rowsOrUndefined } from './invariant-checker.js';
 
 const run = promisify(execFile);
 
@@ -193,18 +193,7 @@ export async function startPatroniStack(): Promise<PatroniStack> {
   };
   const nodeUrl = (name: string) => `postgres://postgres@127.0.0.1:${node(name).pgPort}/postgres`;
   const url = `postgres://postgres@127.0.0.1:${haproxyPort}/postgres`;
-  const tryQuery = async <R>(text: string, on = url): Promise<R[] | undefined> => {
-    try {
-      const client = await connectClient(on);
-      try {
-        return (await client.query(text)).rows as R[];
-      } finally {
-        await client.end();
-      }
-    } catch {
-      return undefined;
-    }
-  };
+  const tryQuery = <R>(text: string, on = url) => rowsOrUndefined(on, text) as Promise<R[] | undefined>;
 
   await startEtcd();
   startNode(nodes[0]!);
