@@ -106,7 +106,9 @@ export function judgeSoak(incarnations: readonly Incarnation[], db: SoakDatabase
     waitsEndedByStoreErrorBeforeDeadline: errors.filter((e) => e.op === 'tryLocks' && e.name === 'LockStoreError' && Number(e.waitedMs) < 1400).length,
     releaseErrors: errors.filter((e) => e.op === 'releaseLocks').length,
     startFailures: incarnations.filter((i) => i.events.some((e) => e.event === 'start-failed')).length,
-    unexpectedExits: incarnations.filter((i) => !i.killed && i.exit !== undefined && i.exit !== '0' && !i.events.some((e) => e.event === 'start-failed')).length,
+    unexpectedExits: incarnations.filter(
+      (i) => !i.killed && i.exit !== undefined && i.exit !== '0' && !i.events.some((e) => e.event === 'start-failed' || e.event === 'closing'),
+    ).length,
     leftLocks: db.leftLocks,
     leftWaiters: db.leftWaiters,
   };

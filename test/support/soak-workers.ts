@@ -101,7 +101,8 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
           incarnation.child.stdin!.write('stop\n');
           const done = await Promise.race([exited(incarnation.child).then(() => true), sleep(timeoutMs, false)]);
           if (!done) {
-            hung.push(incarnation.appId);
+            const closing = incarnation.events.some((e) => e.event === 'closing');
+            hung.push(`${incarnation.appId} (${closing ? 'in app.close()' : 'before app.close(): its last call never returned'})`);
             incarnation.child.kill('SIGKILL');
             await exited(incarnation.child);
           }
