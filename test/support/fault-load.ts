@@ -1,4 +1,4 @@
-import { LockError, type LockPermits, type LockRequest, type LockService } from 'nestjs-db-locks';
+import { LockError, LockStoreError, type LockPermits, type LockRequest, type LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { GrantChecker } from './grant-checker.js';
 import { stoppedAfterEach } from './leftovers.js';
@@ -14,6 +14,13 @@ export interface LoadReport {
   lost: number;
   /** `tryLocks` or `releaseLocks` calls that failed with a typed error. */
   failed: number;
+  /** With `waitMs`: waits that ended with a `LockStoreError` before their deadline (a wait ends by grant, timeout, abort or shutdown). */
+  readonly waitStoreErrors: string[];
+  /** Write grants whose stamp was not larger than every stamp granted on their names before (fencing tokens). */
+  readonly tokenViolations: string[];
+  /** The stamps of acknowledged grants, and of acknowledged releases. */
+  readonly grantedStamps: number[];
+  readonly releasedStamps: number[];
 }
 
 /** Groups the workers take: one or two names of a few, read or write. */
@@ -35,10 +42,28 @@ function randomGroup(names: readonly string[]): LockRequest[] {
  */
 export function startLoad(
   instances: readonly LockService[],
-  options: { names: readonly string[]; workers: number; permits: (name: string) => LockPermits; longHoldMs?: number },
+  options: {
+    names: readonly string[];
+    workers: number;
+    permits: (name: string) => LockPermits;
+    longHoldMs?: number;
+    /** Each acquisition waits this long (`tryLocks(group, { waitMs })`); without it, it does not wait. */
+    waitMs?: number;
+  },
 ): { readonly report: LoadReport; stop(): Promise<LoadReport> } {
   const checker = new GrantChecker(options.permits);
-  const report: LoadReport = { violations: checker.violations, untyped: [], granted: 0, lost: 0, failed: 0 };
+  const report: LoadReport = {
+    violations: checker.violations,
+    untyped: [],
+    granted: 0,
+    lost: 0,
+    failed: 0,
+    waitStoreErrors: [],
+    tokenViolations: [],
+    grantedStamps: [],
+    releasedStamps: [],
+  };
+  const newest = new Map<string, number>();
   let running = true;
   let stopped!: () => void;
   const stopping = new Promise<void>((resolve) => (stopped = resolve));
@@ -50,10 +75,15 @@ export function startLoad(
     while (running) {
       const group = holdMs ? randomGroup(options.names).slice(0, 1) : randomGroup(options.names);
       let stamp = 0;
+      const asked = Date.now();
       try {
-        stamp = await locks.tryLocks(group);
+        stamp = await locks.tryLocks(group, options.waitMs ? { waitMs: options.waitMs } : undefined);
       } catch (error) {
         noteError(error);
+        const waited = Date.now() - asked;
+        if (options.waitMs && error instanceof LockStoreError && waited < options.waitMs) {
+          report.waitStoreErrors.push(`${error.message} (after ${waited} ms of ${options.waitMs})`);
+        }
         await sleep(20);
         continue;
       }
@@ -62,6 +92,11 @@ export function startLoad(
         continue;
       }
       report.granted++;
+      report.grantedStamps.push(stamp);
+      for (const { name, mode } of group) {
+        if (mode === 'write' && stamp <= (newest.get(name) ?? 0)) report.tokenViolations.push(`${name}: write stamp ${stamp} after ${newest.get(name)}`);
+        newest.set(name, Math.max(stamp, newest.get(name) ?? 0));
+      }
       let holding = true;
       checker.enter(group, stamp);
       const signal = locks.getSignal(stamp);
@@ -87,6 +122,7 @@ export function startLoad(
       leave();
       try {
         await locks.releaseLocks(stamp);
+        report.releasedStamps.push(stamp);
       } catch (error) {
         noteError(error);
       }

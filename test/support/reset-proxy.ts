@@ -11,6 +11,11 @@ export interface ResetProxy {
    * connection through it is reset, new ones reach the new server.
    */
   switchTo(url: string): void;
+  /**
+   * Freezes every connection (open ones and new ones) for `ms`: nothing passes either way, nothing is closed (a
+   * network partition that heals), then the bytes held back flow again. Resolves when it is over.
+   */
+  freeze(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -18,7 +23,11 @@ export interface ResetProxy {
 export async function startResetProxy(url: string): Promise<ResetProxy> {
   let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
-  const server: Server = createServer((client) => {
+  let thawed: Promise<void> | undefined;
+  const server: Server = createServer(async (client) => {
+    client.pause().on('error', () => undefined);
+    while (thawed) await thawed; // a new connection during a freeze waits for the thaw
+    if (client.destroyed) return;
     const upstream = new Socket();
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -32,6 +41,7 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
     upstream.connect(Number(target.port || (target.protocol.startsWith('postgres') ? 5432 : 3306)), target.hostname, () => {
       client.pipe(upstream);
       upstream.pipe(client);
+      client.resume();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,6 +64,24 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
     switchTo(url) {
       target = new URL(url);
       resetAll();
+    },
+    async freeze(ms) {
+      const frozen = [...pairs];
+      for (const [client, upstream] of frozen) {
+        client.unpipe(upstream).pause();
+        upstream.unpipe(client).pause();
+      }
+      let thaw!: () => void;
+      thawed = new Promise((resolve) => (thaw = resolve));
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      for (const pair of frozen) {
+        if (!pairs.has(pair)) continue;
+        const [client, upstream] = pair;
+        client.pipe(upstream);
+        upstream.pipe(client);
+      }
+      thawed = undefined;
+      thaw();
     },
     async close() {
       resetAll();

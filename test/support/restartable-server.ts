@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
@@ -17,6 +17,11 @@ export interface RestartableServer {
   readonly url: string;
   /** Stops the server (every session is ended). */
   stop(): Promise<void>;
+  /**
+   * Stops the server at once, as a crash does (PostgreSQL: the immediate shutdown, SIGQUIT to the postmaster, no
+   * checkpoint; MariaDB: SIGKILL), and resolves once it is gone. `start()` then recovers from its log.
+   */
+  crash(): Promise<void>;
   /** Starts it again on the same port and data. */
   start(): Promise<void>;
   /** Stops it for good and deletes its data. */
@@ -45,6 +50,20 @@ async function orUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
+/** Sends `signal` to the process whose id is the first line of `pidFile`, and resolves once that process is gone. */
+async function killByPidFile(pidFile: string, signal: NodeJS.Signals): Promise<void> {
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  process.kill(pid, signal);
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Starts an embedded PostgreSQL server of its own and runs the lock migrations in its `postgres` database. */
 export async function startRestartablePostgres(): Promise<RestartableServer> {
   const parent = mkdtempSync(join(tmpdir(), 'ndl-faults-'));
@@ -66,6 +85,10 @@ export async function startRestartablePostgres(): Promise<RestartableServer> {
     async stop() {
       await server?.stop();
       server = undefined;
+    },
+    async crash() {
+      await killByPidFile(join(options.dataDir, 'postmaster.pid'), 'SIGQUIT');
+      server = undefined; // its process is gone: start() starts another
     },
     async start() {
       server ??= await startEmbeddedPostgres(options);
@@ -117,6 +140,10 @@ export async function startRestartableMariadb(options: readonly string[] = []): 
   return {
     url,
     stop: () => server.stop(),
+    async crash() {
+      await killByPidFile(join(dir, 'mariadb.pid'), 'SIGKILL');
+      await server.stop(); // forgets the exited process
+    },
     start: () => server.start(),
     async destroy() {
       await server.stop();
