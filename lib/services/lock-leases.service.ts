@@ -10,6 +10,14 @@ import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js'
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
 const WALL_CLOCK_SLACK_MS = 100;
 
+/**
+ * How a fenced commit ended: committed (with the stamps its caller releases next), or failed (with why).
+ * @internal
+ */
+export type CommitOutcome =
+  | { readonly committed: true; readonly releasing: ReadonlySet<number> }
+  | { readonly committed: false; readonly failure: string };
+
 /** One grant this process holds. */
 interface HeldGrant {
   /**
@@ -30,6 +38,15 @@ interface HeldGrant {
   controller: AbortController | null;
   /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
   releasing: boolean;
+  /**
+   * How many fenced commits relying on it are in flight (business done sent, the COMMIT's outcome not known yet): the
+   * row that business done locked holds off every end of the grant, so its lease expiry waits for the outcome.
+   */
+  committing: number;
+  /** A fenced transaction that relied on it committed, and its release follows: it is never declared lost any more. */
+  committed: boolean;
+  /** Why it was found lost while a fenced commit was in flight: told once the commit's outcome is known. */
+  pendingLoss?: string;
 }
 
 /**
@@ -87,7 +104,7 @@ export class LockLeases {
     const wallSentAt = LockLeases.wallNow() - (LockLeases.now() - sentAt);
     const wallDeadline = wallSentAt + grantLeaseMs;
     const wallHoldDeadline = maxHoldMs > 0 ? wallSentAt + maxHoldMs : Infinity;
-    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false });
+    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false, committing: 0, committed: false });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
@@ -126,11 +143,57 @@ export class LockLeases {
     return grant.controller.signal;
   }
 
+  /**
+   * A fenced transaction relying on `stamps` is about to send business done: until `commitEnded`, their lease expiry
+   * (the watchdog, a renewal that no longer finds them live) waits for the outcome of its COMMIT. Business done locks
+   * each grant's log row (or its lock rows above READ COMMITTED) until the transaction ends, and every end of a grant
+   * (reaper, release, recovery, forced release) waits for, or skips, that lock: nobody else can be granted meanwhile.
+   * Business done itself checks the lease on the database's clock, so a statement delayed past the lease fails.
+   */
+  awaitCommit(stamps: readonly number[]): void {
+    for (const stamp of stamps) {
+      const grant = this.held.get(stamp);
+      if (grant) grant.committing++;
+    }
+  }
+
+  /**
+   * The fenced commit relying on `stamps` ended. Committed: the grants in `releasing` (released next by the caller) are
+   * never declared lost any more (the holder's one outcome is the commit); the others (reused from an outer call)
+   * are watched again. Failed: every grant is watched again, and one whose lease ended while the commit was in flight
+   * is lost now, with `failure` in its reason.
+   */
+  commitEnded(stamps: readonly number[], outcome: CommitOutcome): void {
+    for (const stamp of stamps) {
+      const grant = this.held.get(stamp);
+      if (!grant) continue;
+      grant.committing = Math.max(0, grant.committing - 1);
+      if (outcome.committed && outcome.releasing.has(stamp)) grant.committed = true;
+      if (grant.committed || grant.committing > 0) continue;
+      const loss = grant.pendingLoss ?? (isOver(grant, LockLeases.now(), LockLeases.wallNow()) ? this.expiredReason(grant) : undefined);
+      if (loss === undefined) continue;
+      const commit = outcome.committed
+        ? 'the fenced commit relying on it succeeded, and then'
+        : `the fenced commit relying on it failed (${outcome.failure}), and`;
+      this.lose(stamp, `${commit} ${loss}`);
+    }
+    this.checkDeadlines();
+  }
+
   /** Marks one grant lost. */
   lose(stamp: number, reason: string): void {
     const grant = this.held.get(stamp);
     if (!grant) return;
+    if (grant.committing > 0) {
+      grant.pendingLoss ??= reason; // the commit's outcome decides (see commitEnded)
+      return;
+    }
     this.held.delete(stamp);
+    if (grant.committed) {
+      // Its fenced transaction committed: that is the holder's outcome, whatever happens to the grant before its release.
+      this.logger.warn(`Locks of stamp ${stamp} ended after their fenced transaction committed: ${reason}`);
+      return;
+    }
     this.telemetry.lost(stamp);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
     grant.controller?.abort(new LockLostError(stamp, reason));
@@ -176,12 +239,14 @@ export class LockLeases {
         grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
         grant.wallDeadline = Math.min(wallSentAt + this.options.leaseMs, grant.wallHoldDeadline);
       }
-      else if (!live.has(stamp) && !grant.releasing) gone.push(stamp);
+      // A grant with a fenced commit in flight waits for the commit's outcome (see awaitCommit).
+      else if (!live.has(stamp) && !grant.releasing && !awaitsCommit(grant)) gone.push(stamp);
     }
     // Rare: the log says how each one ended (forced by whom and why, reaped, recovered), read before telling the holder.
     const reasons = await Promise.all(gone.map((stamp) => this.goneReason(stamp)));
     gone.forEach((stamp, i) => {
-      if (this.held.get(stamp)?.releasing === false) this.lose(stamp, reasons[i]!);
+      const grant = this.held.get(stamp);
+      if (grant && !grant.releasing && !awaitsCommit(grant)) this.lose(stamp, reasons[i]!);
     });
   }
 
@@ -227,7 +292,7 @@ export class LockLeases {
   /** The grant if it is held and its deadline has not passed (then it is lost now, whatever the timer does). */
   private current(stamp: number): HeldGrant | undefined {
     const grant = this.held.get(stamp);
-    if (grant && isOver(grant, LockLeases.now(), LockLeases.wallNow())) {
+    if (grant && !awaitsCommit(grant) && isOver(grant, LockLeases.now(), LockLeases.wallNow())) {
       this.lose(stamp, this.expiredReason(grant));
       return undefined;
     }
@@ -248,6 +313,7 @@ export class LockLeases {
     const wallNow = LockLeases.wallNow();
     let next = Infinity;
     for (const [stamp, grant] of this.held) {
+      if (awaitsCommit(grant)) continue; // commitEnded checks it again
       if (isOver(grant, now, wallNow)) this.lose(stamp, this.expiredReason(grant));
       else next = Math.min(next, grant.deadline);
     }
@@ -263,6 +329,11 @@ export class LockLeases {
     }
     return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
+}
+
+/** Whether a grant's lease expiry waits for a fenced commit: one in flight, or one that committed (released next). */
+function awaitsCommit(grant: HeldGrant): boolean {
+  return grant.committing > 0 || grant.committed;
 }
 
 /** Whether a grant's lease may be over: by the monotonic clock, or by the wall clock (a suspend stops only the first). */
