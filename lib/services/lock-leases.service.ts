@@ -6,48 +6,10 @@ import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { awaitsCommit, type CommitOutcome, type HeldGrant, isOver } from './held-grant.state.js';
 
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
 const WALL_CLOCK_SLACK_MS = 100;
-
-/**
- * How a fenced commit ended: committed (with the stamps its caller releases next), or failed (with why).
- * @internal
- */
-export type CommitOutcome =
-  | { readonly committed: true; readonly releasing: ReadonlySet<number> }
-  | { readonly committed: false; readonly failure: string };
-
-/** One grant this process holds. */
-interface HeldGrant {
-  /**
-   * When its lease may end, on this process's monotonic clock: `leaseMs` after its last renewal was sent, and never
-   * later than `holdDeadline`.
-   */
-  deadline: number;
-  /** `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit: Infinity. */
-  readonly holdDeadline: number;
-  /**
-   * `deadline` on the wall clock (`Date.now()`): the monotonic clock stops while the machine is suspended, the wall
-   * clock does not, and neither does the database's. The grant is lost when either clock says its lease may be over.
-   */
-  wallDeadline: number;
-  /** `holdDeadline` on the wall clock. */
-  readonly wallHoldDeadline: number;
-  /** Made when somebody first asks for the grant's signal: most grants never need one. */
-  controller: AbortController | null;
-  /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
-  releasing: boolean;
-  /**
-   * How many fenced commits relying on it are in flight (business done sent, the COMMIT's outcome not known yet): the
-   * row that business done locked holds off every end of the grant, so its lease expiry waits for the outcome.
-   */
-  committing: number;
-  /** A fenced transaction that relied on it committed, and its release follows: it is never declared lost any more. */
-  committed: boolean;
-  /** Why it was found lost while a fenced commit was in flight: told once the commit's outcome is known. */
-  pendingLoss?: string;
-}
 
 /**
  * The grants this process holds, and what it knows of their leases.
@@ -329,14 +291,4 @@ export class LockLeases {
     }
     return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
-}
-
-/** Whether a grant's lease expiry waits for a fenced commit: one in flight, or one that committed (released next). */
-function awaitsCommit(grant: HeldGrant): boolean {
-  return grant.committing > 0 || grant.committed;
-}
-
-/** Whether a grant's lease may be over: by the monotonic clock, or by the wall clock (a suspend stops only the first). */
-function isOver(grant: HeldGrant, now: number, wallNow: number): boolean {
-  return grant.deadline <= now || grant.wallDeadline <= wallNow;
 }

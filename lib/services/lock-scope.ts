@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { LockMode, LockRequest } from '../interfaces/index.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { BusyLock } from '../store/lock.store.js';
-import type { CommitOutcome } from './lock-leases.service.js';
+import type { CommitOutcome } from './held-grant.state.js';
 import { ChainGrant, LockContext } from './lock-context.storage.js';
 
 /** What the runner needs from `LockService` (kept narrow to avoid a cycle; also the re-entrancy key). @internal */
