@@ -201,14 +201,12 @@ export class LockLeases {
         grant.deadline = Math.min(sentAt + this.options.leaseMs, grant.holdDeadline);
         grant.wallDeadline = Math.min(wallSentAt + this.options.leaseMs, grant.wallHoldDeadline);
       }
-      // A grant with a fenced commit in flight waits for the commit's outcome (see awaitCommit).
-      else if (!live.has(stamp) && !grant.releasing && !awaitsCommit(grant)) gone.push(stamp);
+      else if (!live.has(stamp) && !grant.releasing) gone.push(stamp);
     }
     // Rare: the log says how each one ended (forced by whom and why, reaped, recovered), read before telling the holder.
     const reasons = await Promise.all(gone.map((stamp) => this.goneReason(stamp)));
     gone.forEach((stamp, i) => {
-      const grant = this.held.get(stamp);
-      if (grant && !grant.releasing && !awaitsCommit(grant)) this.lose(stamp, reasons[i]!);
+      if (this.held.get(stamp)?.releasing === false) this.lose(stamp, reasons[i]!);
     });
   }
 
@@ -275,7 +273,7 @@ export class LockLeases {
     const wallNow = LockLeases.wallNow();
     let next = Infinity;
     for (const [stamp, grant] of this.held) {
-      if (awaitsCommit(grant)) continue; // commitEnded checks it again
+      if (awaitsCommit(grant)) continue; // commitEnded checks it again (lose would only defer it)
       if (isOver(grant, now, wallNow)) this.lose(stamp, this.expiredReason(grant));
       else next = Math.min(next, grant.deadline);
     }

@@ -87,6 +87,7 @@ for (const dialect of DIALECTS) dialect.describe(`a fenced commit held up past t
     }
     expect(forcedAt).toBe(0);
     expect(view.firedAt).toBeUndefined(); // the lease ended 1.5 leases ago on the holder's clock: the commit decides
+    expect(holder.locks.isHeld(view.stamp!)).toBe(true); // and nobody else can be granted meanwhile
     proxy.thaw();
     const thawedAt = performance.now();
 
