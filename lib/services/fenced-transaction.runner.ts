@@ -11,7 +11,9 @@ import { FencedTransaction, type KeptScope, LockTransactionContext } from './loc
  * 2. the call runs with the transaction as the chain's (`LockService.currentManager()`);
  * 3. its last statement records "business done" for every grant the transaction relies on (its own, those it reuses,
  *    and those of nested locked calls), which fails with `LockLostError` if any was reaped or its lease expired;
- * 4. commit, then release the grants.
+ * 4. commit, then release the grants. From business done to the COMMIT's outcome nobody else can be granted (the
+ *    rows business done locked hold off every end of the grants), and the holder's lost signal waits for that
+ *    outcome: it never fires for a transaction that committed.
  * Any failure before the commit rolls back, so nothing is written under a lock somebody else may hold now. Releases
  * that fail after the commit (a grant reaped between the commit and the release, the database gone) are logged, not
  * thrown over the result.
@@ -36,9 +38,8 @@ export async function runFenced(
     }
     const kept = opened.end();
     const stamps = fencedStamps(scope, kept);
-    await holder.fence(stamps, runner.manager);
     assertStillHeld(holder, stamps);
-    await commit(runner);
+    await fenceAndCommit(holder, stamps, runner, releasedStamps(scope, kept));
     return value;
   } catch (error) {
     transaction?.end();
@@ -64,6 +65,35 @@ async function begin(dataSource: DataSource, isolation: LockTransactionIsolation
   }
 }
 
+/**
+ * Business done, then COMMIT, with the grants' lease expiry waiting for the outcome (`LockLeases.awaitCommit`): the
+ * holder gets one outcome. Committed: the grants it releases next are never declared lost, and the caller gets the
+ * value. Failed: a grant whose lease ended meanwhile is declared lost with a reason naming the failure, and the
+ * caller gets the failure (`LockLostError` from business done, `LockStoreError` with an unknown outcome from COMMIT).
+ */
+async function fenceAndCommit(
+  holder: LockHolder,
+  stamps: readonly number[],
+  runner: QueryRunner,
+  releasing: ReadonlySet<number>,
+): Promise<void> {
+  holder.awaitCommit(stamps);
+  try {
+    await holder.fence(stamps, runner.manager);
+    await commit(runner);
+  } catch (error) {
+    const failure = error instanceof LockStoreError ? `${error.message}; the commit may or may not have been applied` : String(error);
+    holder.commitEnded(stamps, { committed: false, failure });
+    throw error;
+  }
+  holder.commitEnded(stamps, { committed: true, releasing });
+}
+
+/** The grants the fenced call releases once it has committed: its own, and those of the nested calls it kept. */
+function releasedStamps(scope: LockScope, kept: readonly KeptScope[]): ReadonlySet<number> {
+  return new Set([scope, ...kept].flatMap((s) => (s.ownStamp === undefined ? [] : [s.ownStamp])));
+}
+
 /** Commits; a failure here leaves the outcome unknown (the COMMIT may have been applied before the failure). */
 async function commit(runner: QueryRunner): Promise<void> {
   try {
@@ -74,10 +104,11 @@ async function commit(runner: QueryRunner): Promise<void> {
 }
 
 /**
- * The holder's side of the fence, once the database's holds off every end of the grants: a grant whose signal has
- * fired (its lease ran out on this process's clock, or a renewal found it gone) is not committed on, whatever the
- * database still says. Above READ COMMITTED the fence cannot read the lease the renewals keep moving (the snapshot
- * shows an old one), and this check is the lease's: the holder's deadline ends before the database's lease does.
+ * The holder's side of the fence, checked before business done is sent: a grant whose signal has fired (its lease ran
+ * out on this process's clock, or a renewal found it gone) is not committed on, whatever the database still says.
+ * Above READ COMMITTED the fence cannot read the lease the renewals keep moving (the snapshot shows an old one), and
+ * this check is the lease's: the holder's deadline ends before the database's lease does. From business done on,
+ * the rows it locks hold off every end of the grants until the COMMIT's outcome.
  */
 function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
   const lost = stamps.find((stamp) => !holder.isHeld(stamp));

@@ -6,6 +6,7 @@ import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { awaitsCommit, type CommitOutcome, type HeldGrant, isOver } from './held-grant.state.js';
 import { LockReleaseRetries } from './lock-release-retries.js';
 
 /** The key of a stamp's release in `LockLeases.retries`. */
@@ -13,28 +14,6 @@ const releaseKey = (stamp: number) => `release:${stamp}`;
 
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
 const WALL_CLOCK_SLACK_MS = 100;
-
-/** One grant this process holds. */
-interface HeldGrant {
-  /**
-   * When its lease may end, on this process's monotonic clock: `leaseMs` after its last renewal was sent, and never
-   * later than `holdDeadline`.
-   */
-  deadline: number;
-  /** `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit: Infinity. */
-  readonly holdDeadline: number;
-  /**
-   * `deadline` on the wall clock (`Date.now()`): the monotonic clock stops while the machine is suspended, the wall
-   * clock does not, and neither does the database's. The grant is lost when either clock says its lease may be over.
-   */
-  wallDeadline: number;
-  /** `holdDeadline` on the wall clock. */
-  readonly wallHoldDeadline: number;
-  /** Made when somebody first asks for the grant's signal: most grants never need one. */
-  controller: AbortController | null;
-  /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */
-  releasing: boolean;
-}
 
 /**
  * The grants this process holds, and what it knows of their leases.
@@ -92,7 +71,7 @@ export class LockLeases {
     const wallSentAt = LockLeases.wallNow() - (LockLeases.now() - sentAt);
     const wallDeadline = wallSentAt + grantLeaseMs;
     const wallHoldDeadline = maxHoldMs > 0 ? wallSentAt + maxHoldMs : Infinity;
-    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false });
+    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false, committing: 0, committed: false });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
@@ -134,11 +113,57 @@ export class LockLeases {
     return grant.controller.signal;
   }
 
+  /**
+   * A fenced transaction relying on `stamps` is about to send business done: until `commitEnded`, their lease expiry
+   * (the watchdog, a renewal that no longer finds them live) waits for the outcome of its COMMIT. Business done locks
+   * each grant's log row (or its lock rows above READ COMMITTED) until the transaction ends, and every end of a grant
+   * (reaper, release, recovery, forced release) waits for, or skips, that lock: nobody else can be granted meanwhile.
+   * Business done itself checks the lease on the database's clock, so a statement delayed past the lease fails.
+   */
+  awaitCommit(stamps: readonly number[]): void {
+    for (const stamp of stamps) {
+      const grant = this.held.get(stamp);
+      if (grant) grant.committing++;
+    }
+  }
+
+  /**
+   * The fenced commit relying on `stamps` ended. Committed: the grants in `releasing` (released next by the caller) are
+   * never declared lost any more (the holder's one outcome is the commit); the others (reused from an outer call)
+   * are watched again. Failed: every grant is watched again, and one whose lease ended while the commit was in flight
+   * is lost now, with `failure` in its reason.
+   */
+  commitEnded(stamps: readonly number[], outcome: CommitOutcome): void {
+    for (const stamp of stamps) {
+      const grant = this.held.get(stamp);
+      if (!grant) continue;
+      grant.committing = Math.max(0, grant.committing - 1);
+      if (outcome.committed && outcome.releasing.has(stamp)) grant.committed = true;
+      if (grant.committed || grant.committing > 0) continue;
+      const loss = grant.pendingLoss ?? (isOver(grant, LockLeases.now(), LockLeases.wallNow()) ? this.expiredReason(grant) : undefined);
+      if (loss === undefined) continue;
+      const commit = outcome.committed
+        ? 'the fenced commit relying on it succeeded, and then'
+        : `the fenced commit relying on it failed (${outcome.failure}), and`;
+      this.lose(stamp, `${commit} ${loss}`);
+    }
+    this.checkDeadlines();
+  }
+
   /** Marks one grant lost. */
   lose(stamp: number, reason: string): void {
     const grant = this.held.get(stamp);
     if (!grant) return;
+    if (grant.committing > 0) {
+      grant.pendingLoss ??= reason; // the commit's outcome decides (see commitEnded)
+      return;
+    }
     this.held.delete(stamp);
+    if (grant.committed) {
+      // Its fenced transaction committed: that is the holder's outcome, whatever happens to the grant before its release.
+      this.logger.warn(`Locks of stamp ${stamp} ended after their fenced transaction committed: ${reason}`);
+      return;
+    }
     this.telemetry.lost(stamp);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
     grant.controller?.abort(new LockLostError(stamp, reason));
@@ -230,7 +255,7 @@ export class LockLeases {
   /** The grant if it is held and its deadline has not passed (then it is lost now, whatever the timer does). */
   private current(stamp: number): HeldGrant | undefined {
     const grant = this.held.get(stamp);
-    if (grant && isOver(grant, LockLeases.now(), LockLeases.wallNow())) {
+    if (grant && !awaitsCommit(grant) && isOver(grant, LockLeases.now(), LockLeases.wallNow())) {
       this.lose(stamp, this.expiredReason(grant));
       return undefined;
     }
@@ -251,6 +276,7 @@ export class LockLeases {
     const wallNow = LockLeases.wallNow();
     let next = Infinity;
     for (const [stamp, grant] of this.held) {
+      if (awaitsCommit(grant)) continue; // commitEnded checks it again (lose would only defer it)
       if (isOver(grant, now, wallNow)) this.lose(stamp, this.expiredReason(grant));
       else next = Math.min(next, grant.deadline);
     }
@@ -266,9 +292,4 @@ export class LockLeases {
     }
     return `no renewal succeeded within its lease (${this.options.leaseMs} ms): it may have been reaped`;
   }
-}
-
-/** Whether a grant's lease may be over: by the monotonic clock, or by the wall clock (a suspend stops only the first). */
-function isOver(grant: HeldGrant, now: number, wallNow: number): boolean {
-  return grant.deadline <= now || grant.wallDeadline <= wallNow;
 }

@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { LockMode, LockRequest } from '../interfaces/index.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { BusyLock } from '../store/lock.store.js';
+import type { CommitOutcome } from './held-grant.state.js';
 import { ChainGrant, LockContext } from './lock-context.storage.js';
 
 /** What the runner needs from `LockService` (kept narrow to avoid a cycle; also the re-entrancy key). @internal */
@@ -18,6 +19,10 @@ export interface LockHolder {
   dataSource(name?: string): DataSource;
   /** Records "business done" for `stamps` (in stamp order) inside the transaction of `manager`; throws `LockLostError`. */
   fence(stamps: readonly number[], manager: EntityManager): Promise<void>;
+  /** A fenced commit relying on `stamps` begins: their lease expiry waits for its outcome (`LockLeases.awaitCommit`). */
+  awaitCommit(stamps: readonly number[]): void;
+  /** That fenced commit ended (`LockLeases.commitEnded`). */
+  commitEnded(stamps: readonly number[], outcome: CommitOutcome): void;
 }
 
 /** One call of a locked method. @internal */
@@ -52,6 +57,11 @@ export class LockScope {
   get stamps(): number[] {
     const stamps = [...this.reused].map((grant) => grant.stamp);
     return this.own ? [...stamps, this.own.stamp] : stamps;
+  }
+
+  /** The stamp of the grant this scope took for itself (and releases on `close`); undefined when it only reuses. */
+  get ownStamp(): number | undefined {
+    return this.own?.stamp;
   }
 
   /** Runs `fn` in this scope's chain. */

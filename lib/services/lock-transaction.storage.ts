@@ -5,6 +5,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 export interface KeptScope {
   /** The stamps the scope relies on (its own grant and those it reuses). */
   readonly stamps: readonly number[];
+  /** The stamp of the scope's own grant, which `close` releases (undefined when it only reuses grants). */
+  readonly ownStamp: number | undefined;
   /** Releases the scope's own grant. */
   close(): Promise<void>;
 }

@@ -65,6 +65,8 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     fence: async (stamps, manager) => {
       for (const stamp of stamps) await this.markBusinessDone(stamp, manager);
     },
+    awaitCommit: (stamps) => this.leases.awaitCommit(stamps),
+    commitEnded: (stamps, outcome) => this.leases.commitEnded(stamps, outcome),
   };
 
   /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */

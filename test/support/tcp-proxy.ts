@@ -7,7 +7,12 @@ export type ProxyFault =
   /** Lets the statement run and commit, swallows the answer, then resets the client's socket (ECONNRESET). */
   | 'reset-after-commit'
   /** Lets the statement run and commit, then forwards nothing more either way: the client waits for an answer. */
-  | 'stall';
+  | 'stall'
+  /**
+   * Lets the statement run and answers it, then freezes every connection through the proxy: nothing more is forwarded
+   * either way (nothing is lost either) until `thaw()`, or `resetAll()`.
+   */
+  | 'freeze';
 
 /**
  * A loopback TCP proxy in front of PostgreSQL, or MySQL/MariaDB (a `mysql:` url), that breaks one chosen statement's
@@ -18,12 +23,14 @@ export interface FaultProxy {
   via(url: string): string;
   /**
    * Arms `fault` for the next statement whose Parse or Bind message (PostgreSQL), or COM_QUERY (MySQL), contains
-   * `pattern`; resolves when it fired, and rejects if no such statement came within 10 s. On MySQL a statement inside
+   * `pattern`; resolves when it fired (a `'freeze'`: once it has struck), and rejects if no such statement came within 10 s. On MySQL a statement inside
    * a transaction is answered; `'reset-after-commit'` and `'stall'` then act on the answer of the transaction's COMMIT.
    */
   arm(pattern: string, fault: ProxyFault): Promise<void>;
-  /** Resets every connection through the proxy at once. */
+  /** Resets every connection through the proxy at once (what a `'freeze'` held back is dropped). */
   resetAll(): void;
+  /** Ends a `'freeze'`: forwards what it held back, in order, and everything after. */
+  thaw(): void;
   close(): Promise<void>;
 }
 
@@ -87,24 +94,26 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
   const target = new URL(url);
   if (target.protocol.startsWith('mysql')) return startMysqlFaultProxy(target);
   const sockets = new Set<Socket>();
-  const arming: Arming = {};
+  const arming: Arming = { held: [] };
   const server: Server = createServer((client) => {
     const upstream = new Socket();
     sockets.add(client).add(upstream);
     const fromClient = new MessageSplitter(true);
     const fromServer = new MessageSplitter(false);
     let faulted: ProxyFault | undefined;
+    /** A `'freeze'` matched on this connection: it strikes once the statement's answer (up to ReadyForQuery) is sent. */
+    let freezeAfterAnswer: Armed | undefined;
     joinTo(client, upstream, sockets, () => faulted === 'stall');
     upstream.connect(Number(target.port || 5432), target.hostname);
-    client.on('data', (chunk: Buffer) => {
+    client.on('data', holding(arming, (chunk: Buffer) => {
       if (faulted) return; // after a fault nothing more reaches the server
       for (const { type, bytes } of fromClient.push(chunk)) {
         const armed = arming.armed;
         const hit = armed && (type === 'P' || type === 'B') && bytes.toString('latin1').includes(armed.pattern) ? armed : undefined;
         if (hit) {
           arming.armed = undefined;
-          faulted = hit.fault;
-          hit.fired();
+          if (hit.fault === 'freeze') freezeAfterAnswer = hit;
+          else (faulted = hit.fault), hit.fired();
           if (hit.fault === 'reset-before') {
             client.resetAndDestroy();
             upstream.destroy();
@@ -113,11 +122,19 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
         }
         upstream.write(bytes);
       }
-    });
-    upstream.on('data', (chunk: Buffer) => {
+    }));
+    upstream.on('data', holding(arming, (chunk: Buffer) => {
       const messages = fromServer.push(chunk);
       if (!faulted) {
-        for (const { bytes } of messages) client.write(bytes);
+        for (const { type, bytes } of messages) {
+          if (arming.frozen) arming.held.push(() => client.write(bytes));
+          else client.write(bytes);
+          if (freezeAfterAnswer && type === 'Z') {
+            arming.frozen = true;
+            freezeAfterAnswer.fired();
+            freezeAfterAnswer = undefined;
+          }
+        }
         return;
       }
       // The statement ran; its answer never reaches the client.
@@ -125,7 +142,7 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
         client.resetAndDestroy();
         upstream.destroy();
       }
-    });
+    }));
   });
   return listening(server, sockets, arming);
 }
@@ -137,17 +154,19 @@ export async function startFaultProxy(url: string): Promise<FaultProxy> {
  */
 async function startMysqlFaultProxy(target: URL): Promise<FaultProxy> {
   const sockets = new Set<Socket>();
-  const arming: Arming = {};
+  const arming: Arming = { held: [] };
   const server: Server = createServer((client) => {
     const upstream = new Socket();
     sockets.add(client).add(upstream);
     const fromClient = new MysqlPacketSplitter();
+    /** A `'freeze'` matched on this connection: it strikes once the statement's answer is sent. */
+    let freezeAfterAnswer: Armed | undefined;
     /** The fault waiting for its COMMIT on this connection, then striking at the answer. */
     let pending: ProxyFault | undefined;
     let faulted: ProxyFault | undefined;
     joinTo(client, upstream, sockets, () => faulted === 'stall');
     upstream.connect(Number(target.port || 3306), target.hostname);
-    client.on('data', (chunk: Buffer) => {
+    client.on('data', holding(arming, (chunk: Buffer) => {
       if (faulted) return; // after a fault nothing more reaches the server
       for (const { type, bytes, text } of fromClient.push(chunk)) {
         const query = type === COM_QUERY;
@@ -155,24 +174,31 @@ async function startMysqlFaultProxy(target: URL): Promise<FaultProxy> {
         const hit = armed && query && text.includes(armed.pattern) ? armed : undefined;
         if (hit) {
           arming.armed = undefined;
-          hit.fired();
+          if (hit.fault !== 'freeze') hit.fired();
           if (hit.fault === 'reset-before') {
             faulted = hit.fault;
             client.resetAndDestroy();
             upstream.destroy();
             return;
           }
-          pending = hit.fault;
+          if (hit.fault === 'freeze') freezeAfterAnswer = hit;
+          else pending = hit.fault;
         } else if (pending && query && /^\s*COMMIT\b/i.test(text)) {
           faulted = pending;
           pending = undefined;
         }
         upstream.write(bytes);
       }
-    });
-    upstream.on('data', (chunk: Buffer) => {
+    }));
+    upstream.on('data', holding(arming, (chunk: Buffer) => {
       if (!faulted) {
         client.write(chunk);
+        // The answer of a statement is one small packet, sent in one chunk.
+        if (freezeAfterAnswer) {
+          arming.frozen = true;
+          freezeAfterAnswer.fired();
+          freezeAfterAnswer = undefined;
+        }
         return;
       }
       // The COMMIT ran; its answer never reaches the client.
@@ -180,14 +206,25 @@ async function startMysqlFaultProxy(target: URL): Promise<FaultProxy> {
         client.resetAndDestroy();
         upstream.destroy();
       }
-    });
+    }));
   });
   return listening(server, sockets, arming);
 }
 
-/** Where the next fault waits (shared by a proxy's connections). */
+/** Where the next fault waits, and a freeze's state (shared by a proxy's connections). */
 interface Arming {
   armed?: Armed;
+  /** A `'freeze'` struck: data handlers are held back, in arrival order, until `thaw()`. */
+  frozen?: boolean;
+  held: Array<() => void>;
+}
+
+/** `handle`, or held back while the proxy is frozen (replayed in order by `thaw()`). */
+function holding(arming: Arming, handle: (chunk: Buffer) => void): (chunk: Buffer) => void {
+  return (chunk) => {
+    if (arming.frozen) arming.held.push(() => handle(chunk));
+    else handle(chunk);
+  };
 }
 
 /** Listens on a free loopback port and returns the proxy's handle. */
@@ -210,8 +247,14 @@ async function listening(server: Server, sockets: Set<Socket>, arming: Arming): 
         arming.armed = { pattern, fault, fired: () => (clearTimeout(timer), resolve()) };
       }),
     resetAll: () => {
+      arming.frozen = false;
+      arming.held.length = 0;
       for (const socket of sockets) socket.resetAndDestroy();
       sockets.clear();
+    },
+    thaw: () => {
+      arming.frozen = false;
+      while (!arming.frozen && arming.held.length > 0) arming.held.shift()!();
     },
     close: async () => {
       for (const socket of sockets) socket.destroy();
