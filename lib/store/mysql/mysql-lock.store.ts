@@ -291,6 +291,11 @@ export class MysqlLockStore extends LockStore {
     return problems;
   }
 
+  async readOnlyReason(): Promise<string | undefined> {
+    const [row] = await this.runner.select<{ read_only: string | null }>('checkServer', SQL.SELECT_READ_ONLY);
+    return row?.read_only ?? undefined;
+  }
+
   async appIdHolderPid(): Promise<number | undefined> {
     const [row] = await this.runner.select<{ pid: number | string | null }>('claimAppId', SQL.SELECT_APP_ID_HOLDER_PID, [
       this.options.appId,
