@@ -1,4 +1,3 @@
-import type { LoggerService } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -8,24 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { DIALECTS } from '../support/dialects.js';
 import type { RestartableServer } from '../support/restartable-server.js';
+import { CapturedLog } from '../support/logged-lock-app.js';
 import { connectClient } from '../support/test-database.js';
-
-/** The log lines of one application, by level. */
-class CapturedLog implements LoggerService {
-  readonly lines: Array<{ level: string; message: string }> = [];
-  log(message: unknown) {
-    this.lines.push({ level: 'log', message: String(message) });
-  }
-  warn(message: unknown) {
-    this.lines.push({ level: 'warn', message: String(message) });
-  }
-  error(message: unknown) {
-    this.lines.push({ level: 'error', message: String(message) });
-  }
-  matching(pattern: RegExp): string[] {
-    return this.lines.filter((line) => pattern.test(line.message)).map((line) => line.message);
-  }
-}
 
 /**
  * The application starts on `url`; `afterConnect` runs once its DataSource has connected and before the lock module

@@ -11,6 +11,8 @@ export interface ResetProxy {
    * connection through it is reset, new ones reach the new server.
    */
   switchTo(url: string): void;
+  /** Connections the proxy accepted since it started (each a connection attempt of a client). */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
@@ -18,7 +20,9 @@ export interface ResetProxy {
 export async function startResetProxy(url: string): Promise<ResetProxy> {
   let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
+  let accepted = 0;
   const server: Server = createServer((client) => {
+    accepted++;
     const upstream = new Socket();
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -51,6 +55,9 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
       return proxied.toString();
     },
     resetAll,
+    get accepted() {
+      return accepted;
+    },
     switchTo(url) {
       target = new URL(url);
       resetAll();
