@@ -11,6 +11,11 @@ export interface ResetProxy {
    * connection through it is reset, new ones reach the new server.
    */
   switchTo(url: string): void;
+  /**
+   * Freezes the network: nothing more is forwarded on the open connections, and new ones are accepted but never
+   * reach the server (a partition that drops packets: no reset, no answer).
+   */
+  freeze(): void;
   /** Connections the proxy accepted since it started (each a connection attempt of a client). */
   readonly accepted: number;
   close(): Promise<void>;
@@ -20,9 +25,16 @@ export interface ResetProxy {
 export async function startResetProxy(url: string): Promise<ResetProxy> {
   let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
+  const held = new Set<Socket>();
   let accepted = 0;
+  let frozen = false;
   const server: Server = createServer((client) => {
     accepted++;
+    if (frozen) {
+      client.on('error', () => client.destroy());
+      held.add(client);
+      return;
+    }
     const upstream = new Socket();
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -55,6 +67,15 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
       return proxied.toString();
     },
     resetAll,
+    freeze() {
+      frozen = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
     get accepted() {
       return accepted;
     },
@@ -64,6 +85,7 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
     },
     async close() {
       resetAll();
+      for (const socket of held) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
