@@ -101,4 +101,6 @@ export {
   LockShutdownError,
   GrantNotFoundError,
   NoFencedTransactionError,
+  LockServerReadOnlyError,
+  LockStartupTimeoutError,
 } from './errors/index.js';

@@ -14,3 +14,5 @@ export { LockWaitAbortedError } from './lock-wait-aborted.error.js';
 export { LockShutdownError } from './lock-shutdown.error.js';
 export { GrantNotFoundError } from './grant-not-found.error.js';
 export { NoFencedTransactionError } from './no-fenced-transaction.error.js';
+export { LockServerReadOnlyError } from './lock-server-read-only.error.js';
+export { LockStartupTimeoutError } from './lock-startup-timeout.error.js';

@@ -14,8 +14,12 @@ export interface LockHealth {
   readonly appIdHeld: boolean;
   /** True once another instance took this instance's app id: it grants nothing more until it restarts. */
   readonly fenced: boolean;
-  /** Whether the database answered the health probe within `queryTimeoutMs`. */
-  readonly database: 'reachable' | 'unreachable';
+  /**
+   * Whether the database answered the health probe within `queryTimeoutMs`, and `read-only` when it answered but may
+   * not write (a standby, a demoted primary that a proxy still routes to: PostgreSQL `pg_is_in_recovery()` or
+   * `transaction_read_only`, MySQL/MariaDB `read_only`): unhealthy, and the app id is not held there.
+   */
+  readonly database: 'reachable' | 'read-only' | 'unreachable';
   /**
    * The lock migrations: all of this library version's recorded as run (`current`), some not run (`outdated`), no lock
    * tables (`missing`), or `unknown` when the database did not answer.

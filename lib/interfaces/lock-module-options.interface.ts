@@ -111,6 +111,15 @@ export interface LockModuleOptions {
    */
   queryTimeoutMs?: number;
   /**
+   * How long start-up (the server check, the `appId` claim, the recovery of a previous life, the permits cache) keeps
+   * trying through transient failures: the database not answering or restarting, a terminated backend (57P01), a
+   * read-only server (a failover under way), too many connections. It logs once what it waits for, and throws
+   * `LockStartupTimeoutError` (naming this option) once the budget is spent; `0` gives up at the first failure. A
+   * configuration error (missing lock tables, a server setting, a live twin holding the `appId`) fails at once.
+   * @default 30000
+   */
+  startupTimeoutMs?: number;
+  /**
    * PostgreSQL only: a connection string that reaches the server **directly** (or through a TCP proxy),
    * like Prisma's `directUrl`. The two sessions the library keeps for the life of the instance take a connection of
    * their own from it instead of the DataSource's pool: the app id's session advisory lock (which refuses twins) and

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AppIdInUseError, LockTablesMissingError } from '../errors/index.js';
+import { AppIdInUseError, LockServerReadOnlyError, LockTablesMissingError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type InstanceSession } from '../store/lock.store.js';
 import { isProcessGone, processKey } from '../utils/process-identity.util.js';
@@ -28,6 +28,7 @@ export class InstanceLock {
   private fenced?: AppIdInUseError;
   private reclaiming?: Promise<void>;
   private closed = false;
+  private readOnlyReason?: string;
   /** The instances of this process that hold an app id or may take it back (claimed, not yet released), by app id. */
   private static readonly live = new Map<string, Set<InstanceLock>>();
 
@@ -48,7 +49,16 @@ export class InstanceLock {
   }
 
   /**
-   * Takes the app id at start-up and records this process as its holder.
+   * Why the app id is not held while the database answers: the server may not write (a standby, a demoted primary
+   * that a proxy still routes to); undefined once the app id is taken on a writable server.
+   */
+  get readOnly(): string | undefined {
+    return this.readOnlyReason;
+  }
+
+  /**
+   * Takes the app id at start-up and records this process as its holder. Called again after a transient failure, it
+   * keeps an app id it still holds (or takes it back, ending its own stale session) and records again.
    * @returns whether the previous life of this app id is provably over (it ran on this machine and its process is
    *   gone): only then may start-up recovery free its grants at once. Its session may also have ended while it still
    *   runs (a terminated backend, an idle timeout, a failover, another machine): its grants then end with their
@@ -56,8 +66,13 @@ export class InstanceLock {
    * @throws AppIdInUseError
    */
   async claim(): Promise<boolean> {
-    this.session = await this.store.claimAppId();
-    if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
+    if (!this.held) {
+      const previous = this.session?.pid;
+      this.session?.close();
+      this.session = undefined;
+      this.session = await this.takeAppId(previous);
+      if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
+    }
     const previous = await this.record();
     const here = InstanceLock.live.get(this.options.appId) ?? new Set<InstanceLock>();
     InstanceLock.live.set(this.options.appId, here.add(this));
@@ -80,13 +95,15 @@ export class InstanceLock {
   }
 
   /**
-   * Makes sure this instance holds its app id, taking it back if the connection that held it broke (one attempt at a
-   * time, shared by concurrent callers).
-   * @throws AppIdInUseError once a twin holds it; LockStoreError while the database cannot be reached.
+   * Makes sure this instance holds its app id on a writable server, taking it back if the connection that held it
+   * broke (one attempt at a time, shared by concurrent callers), giving it up if the server became read-only.
+   * @throws AppIdInUseError once a twin holds it; LockServerReadOnlyError while the server may not write;
+   *   LockStoreError while the database cannot be reached.
    */
   async ensure(): Promise<void> {
     if (this.fenced) throw this.fenced;
-    if (this.held || this.closed) return;
+    if (this.closed) return;
+    if (this.held) return this.verifyWritable();
     this.reclaiming ??= this.reclaim().finally(() => (this.reclaiming = undefined));
     return this.reclaiming;
   }
@@ -110,12 +127,50 @@ export class InstanceLock {
    */
   private async takeAppId(previous: number | undefined): Promise<InstanceSession | undefined> {
     for (let attempt = 1; ; attempt++) {
-      const session = await this.store.claimAppId();
+      const session = await this.claimWritable();
       if (session || attempt >= CLAIM_ATTEMPTS) return session;
       const holder = await this.store.appIdHolderPid();
       if (holder !== undefined && holder !== previous) return undefined;
       if (holder !== undefined) await this.store.endStaleClaim(holder);
     }
+  }
+
+  /** `claimAppId`, remembering whether the server refused it for being read-only (the health check says why). */
+  private async claimWritable(): Promise<InstanceSession | undefined> {
+    try {
+      const session = await this.store.claimAppId();
+      if (session && this.readOnlyReason !== undefined) {
+        this.logger.log(`The database server is writable again: app id "${this.options.appId}" taken`);
+      }
+      this.readOnlyReason = undefined;
+      return session;
+    } catch (error) {
+      if (error instanceof LockServerReadOnlyError) this.noteReadOnly(error.message);
+      throw error;
+    }
+  }
+
+  /**
+   * Gives the app id up when the server the pool reaches may not write (checked on every renewal tick): every grant
+   * would fail there, and the health check must say so. It is taken again once the server (or the one a proxy moves
+   * to) accepts writes.
+   */
+  private async verifyWritable(): Promise<void> {
+    const reason = await this.store.readOnlyReason().catch(() => undefined);
+    if (reason === undefined || !this.held) return;
+    this.noteReadOnly(`the server may not write (${reason})`);
+    this.session?.close();
+    this.session = undefined;
+  }
+
+  private noteReadOnly(reason: string): void {
+    if (this.readOnlyReason === undefined) {
+      this.logger.warn(
+        `The database server is read-only (${reason}): app id "${this.options.appId}" is not held there and nothing ` +
+          'is granted until a writable server answers',
+      );
+    }
+    this.readOnlyReason = reason;
   }
 
   private async reclaim(): Promise<void> {

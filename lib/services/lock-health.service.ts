@@ -8,11 +8,13 @@ import { InstanceLock } from './instance-lock.service.js';
 import { LockLeases } from './lock-leases.service.js';
 
 /** The probe's answer: the schema's status and the server's problems, or why the database did not give them. */
-type Probe = { readonly status: LockSchemaStatus; readonly server: readonly string[] } | { readonly failure: string };
+type Probe =
+  | { readonly status: LockSchemaStatus; readonly server: readonly string[]; readonly readOnly: string | undefined }
+  | { readonly failure: string };
 
 /**
  * The health of this instance (`LockService.getHealth()`): it is down when it does not hold its app id, when the
- * database does not answer a probe in time, when the lock schema is missing or behind this library version, when the
+ * database does not answer a probe in time, when the server may not write (a standby, a demoted primary), when the lock schema is missing or behind this library version, when the
  * server's settings or the lock user's privileges keep grants from working (`LockStore.checkServer`), or when
  * lease renewals have been failing for more than half a lease (its grants are about to be reported lost).
  * @internal
@@ -35,6 +37,11 @@ export class LockHealthCheck {
     const appIdHeld = this.instanceLock.held;
     if (fenced) {
       problems.push(`${fenced.message} This instance grants nothing more: restart it with an appId of its own.`);
+    } else if (!appIdHeld && this.instanceLock.readOnly !== undefined) {
+      problems.push(
+        `The instance does not hold its app id "${appId}": ${this.instanceLock.readOnly}. It grants nothing until a ` +
+          'writable server answers (the proxy moves to the new primary, or the server accepts writes again).',
+      );
     } else if (!appIdHeld) {
       problems.push(
         `The instance does not hold its app id "${appId}" (its session broke): it grants nothing until it takes it ` +
@@ -50,6 +57,13 @@ export class LockHealthCheck {
       problems.push(`Lock migrations not run on the database: ${probe.status.pending.join(', ')}; run LOCK_MIGRATIONS.`);
     }
     if ('server' in probe) problems.push(...probe.server);
+    const readOnly = 'readOnly' in probe && probe.readOnly !== undefined;
+    if (readOnly && appIdHeld) {
+      problems.push(
+        `The database server may not write (${probe.readOnly}): a standby, or a primary being demoted; every grant ` +
+          'and release fails until a writable server answers.',
+      );
+    }
     const renewalFailingForMs = this.leases.renewalFailingForMs();
     if (renewalFailingForMs > leaseMs / 2) {
       problems.push(
@@ -62,7 +76,7 @@ export class LockHealthCheck {
       appId,
       appIdHeld,
       fenced: fenced !== undefined,
-      database: 'failure' in probe ? 'unreachable' : 'reachable',
+      database: 'failure' in probe ? 'unreachable' : readOnly ? 'read-only' : 'reachable',
       schema,
       renewalFailingForMs,
       grantsHeld: this.leases.size,
@@ -77,8 +91,8 @@ export class LockHealthCheck {
     const timeout = new Promise<Probe>((resolve) => {
       timer = setTimeout(() => resolve({ failure: `no answer within ${timeoutMs} ms` }), timeoutMs);
     });
-    const asked = Promise.all([this.admin.getSchemaStatus(), this.store.checkServer()]).then(
-      ([status, server]): Probe => ({ status, server }),
+    const asked = Promise.all([this.admin.getSchemaStatus(), this.store.checkServer(), this.store.readOnlyReason()]).then(
+      ([status, server, readOnly]): Probe => ({ status, server, readOnly }),
       (error: unknown): Probe => ({ failure: error instanceof Error ? error.message : String(error) }),
     );
     try {

@@ -1,10 +1,17 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import { LockStore, type LockListener } from '../store/lock.store.js';
+import { jittered } from '../utils/wait-timing.util.js';
 
-/** First delay before the listening connection is opened again after it broke or could not be opened; it doubles. */
+/** First pause before the listening connection is opened again after it broke or could not be opened; it doubles. */
 const REOPEN_FIRST_MS = 100;
-/** Longest delay between two tries to open the listening connection again. */
+/** Longest pause between two tries to open the listening connection again (each pause is jittered). */
 const REOPEN_MAX_MS = 2_000;
+
+/** An outage of the listening connection: since when, and how many tries to open it again failed. */
+interface Outage {
+  readonly since: number;
+  attempts: number;
+}
 
 interface Subscriber {
   readonly names: ReadonlySet<string>;
@@ -14,11 +21,12 @@ interface Subscriber {
 /**
  * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
  * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter. A lost
- * connection wakes every waiter and, while some waiter remains, is opened again at once, then again and again with
- * back-off (100 ms doubling up to 2 s) while the database does not answer (a restart, a failover): it listens again
- * within about 2 s of the database coming back, without waiting for a new wait to ask. Once it listens again every
- * waiter is woken once more (notifications sent in between were missed). Waiters also re-check on a timer, so
- * nothing depends on a notification arriving.
+ * connection wakes every waiter and, while some waiter remains, is opened again with capped, jittered exponential
+ * back-off (100 ms doubling up to 2 s, each pause scaled by [0.5, 1)) while the database does not answer (a restart,
+ * a failover): a handful of tries per outage, not a storm, without waiting for a new wait to ask. An outage is
+ * logged once when it begins and once when it is over (how long, how many tries). Once it listens again every waiter
+ * is woken once more (notifications sent in between were missed). Waiters also re-check on a timer, so nothing
+ * depends on a notification arriving.
  * @internal
  */
 @Injectable()
@@ -29,6 +37,7 @@ export class LockNotifications implements OnModuleDestroy {
   private closed = false;
   private reopenTimer?: NodeJS.Timeout;
   private reopenDelayMs = REOPEN_FIRST_MS;
+  private outage?: Outage;
 
   constructor(@Inject(LockStore) private readonly store: LockStore) {}
 
@@ -53,27 +62,50 @@ export class LockNotifications implements OnModuleDestroy {
       .listen({
         freed: (names) => this.dispatch(names),
         lost: () => {
-          this.logger.warn('The lock listening connection broke; it is opened again, waiters re-check meanwhile');
           this.listener = undefined;
+          this.beginOutage('The lock listening connection broke');
           this.dispatch('*');
-          this.reopen(0);
+          this.reopenLater();
         },
       })
       .then((listener) => {
-        this.reopenDelayMs = REOPEN_FIRST_MS;
+        this.endOutage();
         return listener;
       })
       .catch((error: unknown) => {
         if (this.closed) return undefined; // the pool closed under a connection asked for before the shutdown
-        if (this.reopenDelayMs === REOPEN_FIRST_MS) {
-          this.logger.warn(`Cannot listen for freed locks (${(error as Error).message}); waiters re-check on a timer`);
-        }
         this.listener = undefined;
-        this.reopen(this.reopenDelayMs);
-        this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
+        if (this.outage) this.outage.attempts++;
+        else this.beginOutage(`Cannot listen for freed locks (${(error as Error).message})`).attempts++;
+        this.reopenLater();
         return undefined;
       });
     return this.listener;
+  }
+
+  /** Logs the start of an outage, once: later failures of the same outage only count. */
+  private beginOutage(what: string): Outage {
+    if (!this.outage) {
+      this.outage = { since: performance.now(), attempts: 0 };
+      this.logger.warn(`${what}; reconnecting with back-off, waiters re-check on their timer meanwhile`);
+    }
+    return this.outage;
+  }
+
+  /** Logs the end of an outage, once, and starts the next back-off afresh. */
+  private endOutage(): void {
+    this.reopenDelayMs = REOPEN_FIRST_MS;
+    const outage = this.outage;
+    if (!outage) return;
+    this.outage = undefined;
+    const seconds = ((performance.now() - outage.since) / 1000).toFixed(1);
+    this.logger.log(`The lock listening connection is back after ${seconds} s, ${outage.attempts + 1} attempt(s)`);
+  }
+
+  /** Schedules the next try after a jittered pause, doubling the next one up to `REOPEN_MAX_MS`. */
+  private reopenLater(): void {
+    this.reopen(jittered(this.reopenDelayMs));
+    this.reopenDelayMs = Math.min(this.reopenDelayMs * 2, REOPEN_MAX_MS);
   }
 
   /**

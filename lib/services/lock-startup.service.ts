@@ -1,18 +1,29 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { LockConfigurationError } from '../errors/index.js';
+import { AppIdInUseError, LockConfigurationError, LockStartupTimeoutError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
+import { isTransientStoreFault } from '../store/transient-fault.util.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
 import { InstanceLock } from './instance-lock.service.js';
 import { LockAcquisitions } from './lock-acquisitions.service.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
 
+/** First pause of start-up after a transient failure (ms); it doubles, jittered. */
+const STARTUP_FIRST_DELAY_MS = 100;
+/** Longest pause of start-up between two tries (ms). */
+const STARTUP_MAX_DELAY_MS = 2_000;
+/** Claims refused by a "twin" tried again after a transient failure of the claim (a session of its own, exiting). */
+const TWIN_CHECKS_AFTER_FAULT = 3;
+
 /**
  * The start of `LockService`: checks the server, claims the `appId` (refusing to start next to a live twin), frees
  * what it left behind in a previous life when that life is provably over, loads the permits cache and starts the
- * gauges.
+ * gauges. Each step is tried again through transient failures (`isTransientStoreFault`: the database restarting, a
+ * terminated backend, a read-only server) until `startupTimeoutMs` has passed since start-up began; a configuration
+ * error fails at once.
  * @internal
  */
 @Injectable()
@@ -32,15 +43,60 @@ export class LockStartup {
   /**
    * @throws LockConfigurationError when the server's settings or privileges keep grants from working.
    * @throws AppIdInUseError when a live twin holds the `appId`.
+   * @throws LockStartupTimeoutError when transient failures lasted past `startupTimeoutMs`.
    */
   async start(): Promise<void> {
-    const problems = await this.store.checkServer();
+    const deadline = performance.now() + this.options.startupTimeoutMs;
+    const problems = await this.retrying('the server check', deadline, () => this.store.checkServer());
     if (problems.length > 0) throw new LockConfigurationError(problems.join(' '));
-    const previousLifeOver = await this.instanceLock.claim();
-    if (this.options.releaseOnStartup) await this.recoverPreviousLife(previousLifeOver);
-    await this.permitsCache.refresh();
+    // A claim session of this start-up that broke may hold the app id a moment longer (a terminated backend keeps its
+    // locks while it exits): after a transient failure, a "twin" is asked again a few times before it counts.
+    let twinChecks = 0;
+    const previousLifeOver = await this.retrying(
+      'the app id claim',
+      deadline,
+      () => this.instanceLock.claim(),
+      (error) => error instanceof AppIdInUseError && ++twinChecks <= TWIN_CHECKS_AFTER_FAULT,
+    );
+    if (this.options.releaseOnStartup) {
+      await this.retrying('the recovery of a previous life', deadline, () => this.recoverPreviousLife(previousLifeOver));
+    }
+    await this.retrying('the permits cache', deadline, () => this.permitsCache.refresh());
     const { leases, acquisitions, store } = this;
     this.telemetry.observe({ held: () => leases.size, waiters: () => acquisitions.waiting, retries: () => store.retries });
+  }
+
+  /**
+   * Runs `step` until it succeeds, trying again after a transient failure (a jittered pause doubling from 100 ms to
+   * 2 s) while `deadline` has not passed; the first failure is logged once with what start-up waits for. Once a
+   * transient failure was seen, an error that `afterFault` accepts is tried again too.
+   */
+  private async retrying<T>(
+    what: string,
+    deadline: number,
+    step: () => Promise<T>,
+    afterFault: (error: unknown) => boolean = () => false,
+  ): Promise<T> {
+    let delayMs = STARTUP_FIRST_DELAY_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const result = await step();
+        if (attempt > 1) this.logger.log(`Start-up went on: ${what} succeeded at attempt ${attempt}`);
+        return result;
+      } catch (error) {
+        if (!isTransientStoreFault(error) && !(attempt > 1 && afterFault(error))) throw error;
+        const left = deadline - performance.now();
+        if (left <= 0) throw new LockStartupTimeoutError(this.options.startupTimeoutMs, what, attempt, error);
+        if (attempt === 1) {
+          this.logger.warn(
+            `Start-up waits for the database: ${what} failed (${(error as Error).message}); trying again for up to ` +
+              `${Math.round(left)} ms more (LockModule option startupTimeoutMs)`,
+          );
+        }
+        await sleep(Math.min(left, jittered(delayMs)), NEVER);
+        delayMs = Math.min(delayMs * 2, STARTUP_MAX_DELAY_MS);
+      }
+    }
   }
 
   /**

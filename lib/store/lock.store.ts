@@ -105,6 +105,11 @@ export abstract class LockStore {
    * (checked at start-up, which then refuses, and by the health check); empty when nothing.
    */
   abstract checkServer(): Promise<string[]>;
+  /**
+   * Why the server the pool reaches may not write now (a standby, a demoted primary: `read_only`,
+   * `default_transaction_read_only`), undefined when it may.
+   */
+  abstract readOnlyReason(): Promise<string | undefined>;
   /** Describes the session holding this app id's instance lock. */
   abstract describeAppIdHolder(): Promise<string>;
   /** The reports and permits statements of the same dialect, which no `appId` binds. */

@@ -25,6 +25,7 @@ export interface ResolvedLockOptions {
   readonly instance: string;
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
+  readonly startupTimeoutMs: number;
   /** The direct connection string of the kept sessions (PostgreSQL), when given. */
   readonly directUrl: string | undefined;
   readonly pooler: 'detect' | 'transaction' | 'session';
@@ -48,6 +49,7 @@ const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
   reaperBatchSize: true,
   waitRecheckMs: true,
   queryTimeoutMs: true,
+  startupTimeoutMs: true,
   instance: true,
   asyncRelease: true,
   directUrl: true,
@@ -138,6 +140,7 @@ export function resolveLockOptions(
     instance,
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
+    startupTimeoutMs: integerOption('startupTimeoutMs', options.startupTimeoutMs, 30_000, 0, MAX_INTERVAL_MS),
     directUrl: directUrlOption(options.directUrl),
     pooler: poolerOption(options.pooler),
     telemetry: telemetryOptions(options.telemetry),

@@ -12,10 +12,13 @@ export interface ResetProxy {
    */
   switchTo(url: string): void;
   /**
-   * Freezes every connection (open ones and new ones) for `ms`: nothing passes either way, nothing is closed (a
-   * network partition that heals), then the bytes held back flow again. Resolves when it is over.
+   * Freezes every connection (open ones and new ones): nothing passes either way, nothing is closed. With `ms`, a
+   * network partition that heals: the bytes held back flow again after `ms`, and the promise resolves then. Without,
+   * a partition that drops packets until `close()` (no reset, no answer).
    */
-  freeze(ms: number): Promise<void>;
+  freeze(ms?: number): Promise<void>;
+  /** Connections the proxy accepted since it started (each a connection attempt of a client). */
+  readonly accepted: number;
   close(): Promise<void>;
 }
 
@@ -23,10 +26,15 @@ export interface ResetProxy {
 export async function startResetProxy(url: string): Promise<ResetProxy> {
   let target = new URL(url);
   const pairs = new Set<[Socket, Socket]>();
+  const waiting = new Set<Socket>();
+  let accepted = 0;
   let thawed: Promise<void> | undefined;
   const server: Server = createServer(async (client) => {
-    client.pause().on('error', () => undefined);
+    accepted++;
+    client.pause().on('error', () => client.destroy());
+    waiting.add(client);
     while (thawed) await thawed; // a new connection during a freeze waits for the thaw
+    waiting.delete(client);
     if (client.destroyed) return;
     const upstream = new Socket();
     const pair: [Socket, Socket] = [client, upstream];
@@ -73,6 +81,7 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
       }
       let thaw!: () => void;
       thawed = new Promise((resolve) => (thaw = resolve));
+      if (ms === undefined) return;
       await new Promise((resolve) => setTimeout(resolve, ms));
       for (const pair of frozen) {
         if (!pairs.has(pair)) continue;
@@ -83,8 +92,12 @@ export async function startResetProxy(url: string): Promise<ResetProxy> {
       thawed = undefined;
       thaw();
     },
+    get accepted() {
+      return accepted;
+    },
     async close() {
       resetAll();
+      for (const socket of waiting) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

@@ -34,6 +34,13 @@ export interface StandbyCluster {
   killPrimary(): Promise<void>;
   /** Promotes the standby (waits until it accepts writes) and points the proxy at it. */
   promoteStandby(): Promise<void>;
+  /**
+   * Points the proxy at the standby while the primary still runs (a demoted primary's address, HAProxy routing to a
+   * read-only node during a failover): every connection through the proxy is reset, new ones reach the standby.
+   */
+  routeToStandby(): void;
+  /** Points the proxy back at the primary (resetting every connection through it). */
+  routeToPrimary(): void;
   /** The rows of `text` on the server behind the proxy, or undefined while it does not answer. */
   tryQuery<R>(text: string): Promise<R[] | undefined>;
   /** Stops both servers and the proxy, and deletes their data. */
@@ -122,6 +129,12 @@ export async function startStandbyCluster(bin: string): Promise<StandbyCluster> 
     async promoteStandby() {
       await pgCtl(standby, '-w', 'promote');
       proxy.switchTo(direct(standbyPort));
+    },
+    routeToStandby() {
+      proxy.switchTo(direct(standbyPort));
+    },
+    routeToPrimary() {
+      proxy.switchTo(direct(primaryPort));
     },
     async tryQuery<R>(text: string) {
       try {

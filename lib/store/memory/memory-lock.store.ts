@@ -275,6 +275,10 @@ export class MemoryLockStore extends LockStore {
     return [];
   }
 
+  async readOnlyReason(): Promise<string | undefined> {
+    return undefined;
+  }
+
   async describeAppIdHolder(): Promise<string> {
     const claim = this.db.claims.get(this.options.appId);
     return claim ? `instance "${claim.instance}" in this process (in-memory lock database)` : 'gone by now';

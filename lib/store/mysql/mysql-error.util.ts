@@ -1,4 +1,4 @@
-import { LockError, LockStoreError, LockTablesMissingError } from '../../errors/index.js';
+import { LockError, LockServerReadOnlyError, LockStoreError, LockTablesMissingError } from '../../errors/index.js';
 
 /** What the `mysql2` driver puts on its errors. */
 interface MysqlDriverError {
@@ -30,6 +30,13 @@ const CONNECTION_ERRNOS = new Set([
   1053, // ER_SERVER_SHUTDOWN
   1927, // ER_CONNECTION_KILLED (MariaDB)
   4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+]);
+
+/** The server refuses to write: `read_only` (or `super_read_only`) is set, or the transaction is read-only. */
+const READ_ONLY_ERRNOS = new Set([
+  1290, // ER_OPTION_PREVENTS_STATEMENT (--read-only)
+  1792, // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+  1836, // ER_READ_ONLY_MODE
 ]);
 
 function driverError(error: unknown): MysqlDriverError {
@@ -74,6 +81,24 @@ export function isMysqlConnectionFailure(error: unknown): boolean {
 }
 
 /**
+ * True when the server refused to write (a read-only server: a demoted primary that a proxy still routes to): the
+ * connection is destroyed rather than pooled, so that the next one finds the writable primary.
+ * @internal
+ */
+export function isMysqlReadOnlyError(error: unknown): boolean {
+  const errno = errnoOf(error instanceof LockServerReadOnlyError ? error.cause : error);
+  return errno !== undefined && READ_ONLY_ERRNOS.has(errno);
+}
+
+/** The driver-like error of a server found read-only by a check (`why`: what makes it so), errno 1290. @internal */
+export function readOnlyMysqlServer(why: string): Error {
+  return Object.assign(new Error(`the server may not write (${why}): a replica or a demoted primary`), {
+    code: 'ER_OPTION_PREVENTS_STATEMENT',
+    errno: 1290,
+  });
+}
+
+/**
  * Turns anything the driver threw into a typed `LockError`: no raw driver error reaches a caller.
  * @param mayHaveCommitted the transaction's COMMIT was sent: a connection failure then leaves its outcome unknown.
  * @internal
@@ -84,5 +109,6 @@ export function toMysqlLockError(error: unknown, operation: string, mayHaveCommi
   if (errno === MISSING_TABLE_ERRNO || errno === MISSING_PROCEDURE_ERRNO || errno === MISSING_COLUMN_ERRNO) {
     return new LockTablesMissingError(error);
   }
+  if (isMysqlReadOnlyError(error)) return new LockServerReadOnlyError(operation, mysqlCodeOf(error), error);
   return new LockStoreError(operation, mysqlCodeOf(error), mayHaveCommitted && isMysqlConnectionFailure(error), error);
 }

@@ -217,8 +217,15 @@ const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHA
 /** The instance session's own idle limit: a year (the largest `wait_timeout` MySQL and MariaDB take on Linux). */
 export const KEEP_SESSION_OPEN = `SET SESSION wait_timeout = 31536000`;
 
+/** Why the server may not write (`read_only`, set on replicas and demoted primaries), null when it may. */
+const SELECT_READ_ONLY_REASON = `IF(@@global.read_only, 'read_only = ON', NULL)`;
+
+/** Whether the server may not write, and why (null: it may). */
+export const SELECT_READ_ONLY = `SELECT ${SELECT_READ_ONLY_REASON} AS read_only`;
+
 /** ? app id: the instance lock, held by the session for the life of the instance, and the session's id. */
-export const TRY_CLAIM_APP_ID = `SELECT GET_LOCK(${APP_ID_LOCK}, 0) AS claimed, CONNECTION_ID() AS pid`;
+export const TRY_CLAIM_APP_ID = `SELECT IF(@@global.read_only, 0, GET_LOCK(${APP_ID_LOCK}, 0)) AS claimed,
+  CONNECTION_ID() AS pid, ${SELECT_READ_ONLY_REASON} AS read_only`;
 
 /** ? app id: the connection id of the session holding its instance lock (null when none). */
 export const SELECT_APP_ID_HOLDER_PID = `SELECT IS_USED_LOCK(${APP_ID_LOCK}) AS pid`;

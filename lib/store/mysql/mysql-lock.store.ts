@@ -152,6 +152,13 @@ export class MysqlLockStore extends LockStore {
   }
 
   async listen(callbacks: ListenerCallbacks): Promise<LockListener> {
+    // The listener polls on pool connections: one poll first, so that a database that does not answer is a failure to
+    // listen (tried again with back-off), not a listener lost at its first poll and opened again at once, in a loop.
+    try {
+      await this.runner.onConnection((tx) => tx.select(SQL.SELECT_WAITED_NAMES, [this.options.appId]));
+    } catch (error) {
+      throw toMysqlLockError(error, 'listen', false);
+    }
     return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs);
   }
 
@@ -289,6 +296,11 @@ export class MysqlLockStore extends LockStore {
       );
     }
     return problems;
+  }
+
+  async readOnlyReason(): Promise<string | undefined> {
+    const [row] = await this.runner.select<{ read_only: string | null }>('checkServer', SQL.SELECT_READ_ONLY);
+    return row?.read_only ?? undefined;
   }
 
   async appIdHolderPid(): Promise<number | undefined> {

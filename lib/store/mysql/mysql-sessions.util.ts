@@ -1,6 +1,6 @@
 import type { PoolConnection } from 'mysql2';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
-import { toMysqlLockError } from './mysql-error.util.js';
+import { readOnlyMysqlServer, toMysqlLockError } from './mysql-error.util.js';
 import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
 import { doorbellTiming, MysqlDoorbell } from './mysql-doorbell.session.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -30,7 +30,8 @@ export async function openMysqlInstanceSession(
   try {
     const [claimed] = await runner
       .transactionOn(connection)
-      .select<{ claimed: number | string | null; pid: number | string }>(TRY_CLAIM_APP_ID, [appId]);
+      .select<{ claimed: number | string | null; pid: number | string; read_only: string | null }>(TRY_CLAIM_APP_ID, [appId]);
+    if (claimed?.read_only) throw readOnlyMysqlServer(claimed.read_only);
     if (Number(claimed?.claimed) !== 1) {
       connection.destroy();
       return undefined;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection, ConnectionOptions, Pool, PoolConnection } from 'mysql2';
 import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
-import { isMysqlConnectionFailure, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
+import { isMysqlConnectionFailure, isMysqlReadOnlyError, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
 import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables } from '../lock-tables.util.js';
 
@@ -213,7 +213,8 @@ export class MysqlStatementRunner {
     try {
       return await work(connection);
     } catch (error) {
-      broken = isMysqlConnectionFailure(error);
+      // A connection to a read-only server (a demoted primary a proxy still routes to) goes too: the next finds the primary.
+      broken = isMysqlConnectionFailure(error) || isMysqlReadOnlyError(error);
       throw error;
     } finally {
       // A destroyed connection keeps its listener: it may still emit an 'error' while it goes.

@@ -1,4 +1,10 @@
-import { LockConfigurationError, LockError, LockStoreError, LockTablesMissingError } from '../../errors/index.js';
+import {
+  LockConfigurationError,
+  LockError,
+  LockServerReadOnlyError,
+  LockStoreError,
+  LockTablesMissingError,
+} from '../../errors/index.js';
 
 /** SQLSTATEs after which PostgreSQL has rolled the statement back and a retry is safe. */
 const TRANSIENT_CODES = new Set([
@@ -10,6 +16,9 @@ const TRANSIENT_CODES = new Set([
 
 /** Undefined table / function / column (a table of an older migration): the migration has not run. */
 const MISSING_SCHEMA_CODES = new Set(['42P01', '42883', '42703']);
+
+/** read_only_sql_transaction: the server is a standby, or `default_transaction_read_only` is on. */
+const READ_ONLY_CODE = '25006';
 
 /** A SQLSTATE: five digits or capitals. No SQLSTATE class starts with E, so Node's `EPIPE` is not one. */
 const SQLSTATE = /^[0-9A-DF-Z][0-9A-Z]{4}$/;
@@ -41,6 +50,20 @@ export function isConnectionFailure(error: unknown): boolean {
 }
 
 /**
+ * True when the server refused to write (25006): a connection that reached a read-only server (a demoted primary that
+ * a proxy still routes to) is destroyed rather than pooled, so that the next one finds the writable primary.
+ * @internal
+ */
+export function isReadOnlyServerError(error: unknown): boolean {
+  return sqlStateOf(error instanceof LockServerReadOnlyError ? error.cause : error) === READ_ONLY_CODE;
+}
+
+/** The driver-like error of a server found read-only by a check (`why`: what makes it so), with code 25006. @internal */
+export function readOnlyServer(why: string): Error {
+  return Object.assign(new Error(`the server may not write (${why}): a standby or a demoted primary`), { code: READ_ONLY_CODE });
+}
+
+/**
  * Turns anything the driver threw into a typed `LockError`: no raw driver error reaches a caller.
  * @param mayHaveCommitted the statement was sent and writes: a connection failure then leaves its outcome unknown.
  * @internal
@@ -49,6 +72,7 @@ export function toLockError(error: unknown, operation: string, mayHaveCommitted:
   if (error instanceof LockError) return error;
   const code = sqlStateOf(error);
   if (code && MISSING_SCHEMA_CODES.has(code)) return new LockTablesMissingError(error);
+  if (code === READ_ONLY_CODE) return new LockServerReadOnlyError(operation, code, error);
   if (code === 'LK001') {
     return new LockConfigurationError(
       'nestjs-db-locks needs READ COMMITTED sessions; remove default_transaction_isolation from the lock connections',

@@ -145,8 +145,21 @@ export const SELECT_LOG = `SELECT stamp, app_id, instance, lock_names, lock_mode
  */
 const APP_ID_KEY = `hashtextextended($1, ${INSTANCE_NAMESPACE})`;
 
-/** $1 app id: the instance lock, held by the session for the life of the instance, and the session's pid. */
-export const TRY_CLAIM_APP_ID = `SELECT pg_try_advisory_lock(${APP_ID_KEY}) AS claimed, pg_backend_pid() AS pid`;
+/**
+ * Whether this session may not write, and why: a standby (`in recovery`), or read-only transactions by default
+ * (`default_transaction_read_only`, which a demoted primary may be given).
+ */
+export const SELECT_READ_ONLY = `SELECT CASE WHEN pg_is_in_recovery() THEN 'in recovery (a standby)'
+    WHEN current_setting('transaction_read_only') = 'on' THEN 'transaction_read_only = on' END AS read_only`;
+
+/**
+ * $1 app id: the instance lock, held by the session for the life of the instance, and the session's pid; not taken
+ * on a server that may not write (`read_only` says why), where grants would fail: the claim refuses it in the same
+ * round trip.
+ */
+export const TRY_CLAIM_APP_ID = `SELECT CASE WHEN r.read_only IS NULL THEN pg_try_advisory_lock(${APP_ID_KEY}) ELSE false END
+    AS claimed, pg_backend_pid() AS pid, r.read_only
+  FROM (${SELECT_READ_ONLY}) r`;
 
 /** The granted instance lock of app id $1 in `pg_locks` (a bigint key shows as its high and low 32 bits). */
 const APP_ID_LOCK = `l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted

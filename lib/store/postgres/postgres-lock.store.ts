@@ -181,6 +181,11 @@ export class PostgresLockStore extends LockStore {
     return this.sessions.check();
   }
 
+  async readOnlyReason(): Promise<string | undefined> {
+    const result = await this.run<{ read_only: string | null }>('checkServer', false, { text: SQL.SELECT_READ_ONLY });
+    return result.rows[0]?.read_only ?? undefined;
+  }
+
   async appIdHolderPid(): Promise<number | undefined> {
     const result = await this.run<{ pid: number }>('claimAppId', false, {
       text: SQL.SELECT_APP_ID_HOLDER_PID,

@@ -34,11 +34,15 @@ const BACKEND_PID = 'SELECT pg_backend_pid() AS pid';
  */
 export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise<PoolTopology> {
   const a = await pool.connect();
+  // A checked-out connection has no listener of the pool: a backend ended during the check (57P01) would emit an
+  // 'error' nobody handles, which crashes the process. Kept on a destroyed connection: it may still emit one.
+  a.on('error', ignore);
   let b: PoolClient | undefined;
   let broken = false;
   try {
     b = await pool.connect();
     let proven = announcedPid(a) !== announcedPid(b);
+    b.on('error', ignore);
     for (let round = 0; round < ROUNDS; round++) {
       const first = await pidOf(a, timeoutMs);
       try {
@@ -62,8 +66,10 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
     broken = true;
     throw error;
   } finally {
-    a.release(broken);
-    b?.release(broken);
+    if (!broken) a.off('error', ignore).release();
+    else a.release(true);
+    if (!broken) b?.off('error', ignore).release();
+    else b?.release(true);
   }
 }
 
@@ -103,3 +109,6 @@ export function recordPoolTopology(dataSource: DataSource, topology: PoolTopolog
 export function poolKeepsSessions(dataSource: DataSource): boolean {
   return topologies.get(dataSource) === 'session';
 }
+
+/** The listener of a checked-out connection's errors, which its statements report anyway. */
+function ignore(): void {}

@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
-import { toLockError } from './pg-error.util.js';
+import { readOnlyServer, toLockError } from './pg-error.util.js';
 import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
 import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables, lockNotifyChannel } from '../lock-tables.util.js';
 import type { SessionLane } from './session-lane.util.js';
@@ -33,7 +33,10 @@ export async function openInstanceSession(
     await client.query(`SELECT set_config('application_name', $1, false)`, [
       `nestjs-db-locks ${appId} ${instance}`.slice(0, 63),
     ]);
-    const claimed = (await client.query<{ claimed: boolean; pid: number }>(inLockTables(TRY_CLAIM_APP_ID, tables), [appId])).rows[0];
+    const claimed = (
+      await client.query<{ claimed: boolean; pid: number; read_only: string | null }>(inLockTables(TRY_CLAIM_APP_ID, tables), [appId])
+    ).rows[0];
+    if (claimed?.read_only) throw readOnlyServer(claimed.read_only);
     if (!claimed?.claimed) {
       client.release(true);
       return undefined;

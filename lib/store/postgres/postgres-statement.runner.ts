@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
 import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
-import { isConnectionFailure, isTransientDriverError, toLockError } from './pg-error.util.js';
+import { isConnectionFailure, isReadOnlyServerError, isTransientDriverError, toLockError } from './pg-error.util.js';
 import { lockDialectOf } from '../lock-dialect.util.js';
 import { poolKeepsSessions } from './postgres-pooler.util.js';
 import type { SessionLane } from './session-lane.util.js';
@@ -151,7 +151,8 @@ export class PostgresStatementRunner {
       failure = error;
       throw error;
     } finally {
-      const broken = failure !== undefined && isConnectionFailure(failure);
+      // A connection to a read-only server (a demoted primary a proxy still routes to) goes too: the next finds the primary.
+      const broken = failure !== undefined && (isConnectionFailure(failure) || isReadOnlyServerError(failure));
       if (borrowed) lane!.giveBack(borrowed, broken);
       else {
         // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled; it keeps
