@@ -71,6 +71,7 @@ report({
   timeouts,
   errors,
   maxWaitMs: Math.round(waits.at(-1) ?? 0),
+  meanWaitMs: Math.round(waits.reduce((sum, wait) => sum + wait, 0) / Math.max(1, waits.length)),
   p99WaitMs: Math.round(waits[Math.floor(waits.length * 0.99)] ?? 0),
 });
 lines.close();

@@ -47,8 +47,9 @@ export const lockNames = (count: number): string =>
 
 /**
  * ? waiter (null when not waiting), then `count` requests, each as (name, mode) → for each, the rows held in its mode
- * and in the other mode, its permits row (null: the defaults apply), and whether a writer that registered before the
- * waiter waits for it (a read then yields). Read after `lockNames`, at READ
+ * and in the other mode, its permits row (null: the defaults apply), and whether a waiter that registered before the
+ * waiter waits for it (`writer_first`: a write then yields to any such waiter, a read to such a writer; the
+ * procedures' third version, `mysql-lock.procedures-v3.sql.ts`, decides alike). Read after `lockNames`, at READ
  * COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
  * transaction ends. Permits are read here, from committed rows, never from a client cache.
  */
@@ -58,11 +59,11 @@ export const checkGroup = (count: number): string => {
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode) AS same_mode,
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode) AS other_mode,
     (SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode) AS permits,
-    (r.mode = 'R' AND EXISTS (
+    EXISTS (
        SELECT 1 FROM locking_waiters w
-        WHERE w.lock_name = r.name AND w.mode = 'W' AND w.expires > ${NOW}
+        WHERE w.lock_name = r.name AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > ${NOW}
           AND w.seq < COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = ?), 9223372036854775807)
-    )) AS writer_first
+    ) AS writer_first
   FROM (${requests}) AS r`;
 };
 
