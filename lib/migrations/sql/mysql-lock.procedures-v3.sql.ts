@@ -11,12 +11,18 @@ import { acquisitionProcedures, CREATE_MYSQL_LOCK_PROCEDURES_V2, type OrderCheck
 
 /**
  * The order: busy while a live waiter of the name registered before `waiter` (of any mode for a write, a writer for
- * a read). A request with no waiter for its name pays one indexed probe (the primary key's `lock_name` prefix).
+ * a read) could be served once the name is left to it: none of the other names of its group is held in a mode that
+ * conflicts with its own (GRANTABLE_ONLY in `postgres-lock.schema-v7.sql.ts`: yielding to a waiter blocked elsewhere
+ * stalls a caller that holds what it waits for). A request with no waiter for its name pays one indexed probe (the
+ * primary key's `lock_name` prefix); the other names are looked at only when such a waiter is found.
  */
 const WAITERS_IN_ORDER: OrderCheck = (name, mode, waiter) => `IF v_busy = 0 THEN
         SELECT EXISTS (SELECT 1 FROM locking_waiters w
                         WHERE w.lock_name = ${name} AND (${mode} = 'W' OR w.mode = 'W')
-                          AND w.expires > UTC_TIMESTAMP(6) AND w.seq < ${waiterSeq(waiter)}) INTO v_busy;
+                          AND w.expires > UTC_TIMESTAMP(6) AND w.seq < ${waiterSeq(waiter)}
+                          AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                           WHERE g.waiter = w.waiter AND g.lock_name <> ${name}
+                                             AND g.expires > UTC_TIMESTAMP(6) AND (g.mode = 'W' OR l.mode = 'W'))) INTO v_busy;
       END IF`;
 
 /** The three acquisition procedures, dropped (MySQL has no `CREATE OR REPLACE PROCEDURE`). */

@@ -17,13 +17,24 @@ import { groupBusy, TRY_ACQUIRE_FUNCTION_V6, tryAcquireFunctionV6 } from './post
  * earliest waiter yields to nobody: once nothing is held, its next attempt takes its group. The fourth version's
  * argument (ORDERED_WAITERS), now for writers too. A request with no waiter for its name costs one index probe more
  * (the primary key's `lock_name` prefix); the position is read only when such a row exists.
+ *
+ * GRANTABLE_ONLY: a request yields only to an earlier waiter that could be served once this name is left to it: none
+ * of the other names of its group (its live rows) is held in a mode that conflicts with the waiter's (a write
+ * conflicts with any holder, a read with a writer; the read permits are not counted). Yielding to a waiter blocked
+ * elsewhere serves nobody, and stalls when the request's caller holds what that waiter waits for (it holds X and
+ * waits for Y; an earlier waiter of [X, Y] waits for its X: before, both waited until one wait timed out). The
+ * requested name itself is left out: a reader still yields to an earlier writer held off by the name's readers, so a
+ * stream of readers cannot starve it. Checked only for an earlier waiter row found (index `locking_waiters_waiter_idx`).
  */
 
 /** The order's condition for one name (`v_name`, `v_mode`, `v_waiter`). */
 const waiterBefore = (name: string, mode: string): string => `EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ${name}
                                AND (${mode} = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    ${NOT_WAITING}))`;
+                                                    ${NOT_WAITING})
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> ${name} AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')))`;
 
 /** The check of one name: the permits, then every waiter in registration order (see WAITERS_IN_ORDER). @internal */
 export const CHECK_NAME_IN_ORDER = `${CHECK_PERMITS}         -- Waiters in registration order, writers included (see WAITERS_IN_ORDER).

@@ -48,9 +48,9 @@ export const lockNames = (count: number): string =>
 /**
  * ? waiter (null when not waiting), then `count` requests, each as (name, mode) → for each, the rows held in its mode
  * and in the other mode, its permits row (null: the defaults apply), and whether a waiter that registered before the
- * waiter waits for it (`writer_first`: a write then yields to any such waiter, a read to such a writer; the
- * procedures' third version, `mysql-lock.procedures-v3.sql.ts`, decides alike). Read after `lockNames`, at READ
- * COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
+ * waiter waits for it (`writer_first`: a write then yields to any such waiter, a read to such a writer, unless another
+ * name of that waiter's group is held against it; the procedures' third version, `mysql-lock.procedures-v3.sql.ts`,
+ * decides alike). Read after `lockNames`, at READ COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
  * transaction ends. Permits are read here, from committed rows, never from a client cache.
  */
 export const checkGroup = (count: number): string => {
@@ -63,6 +63,9 @@ export const checkGroup = (count: number): string => {
        SELECT 1 FROM locking_waiters w
         WHERE w.lock_name = r.name AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > ${NOW}
           AND w.seq < COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = ?), 9223372036854775807)
+          AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                           WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > ${NOW}
+                             AND (g.mode = 'W' OR l.mode = 'W'))
     ) AS writer_first
   FROM (${requests}) AS r`;
 };
