@@ -357,7 +357,10 @@ AS $function$
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
                                AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
        ELSE
          v_busy := EXISTS (SELECT 1
@@ -375,7 +378,10 @@ AS $function$
              OR EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name
                                AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807)));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W'))));
        END IF;
        IF v_busy THEN
          v_stamps := v_stamps || 0::bigint;
@@ -437,7 +443,10 @@ AS $function$
            v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
                                AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
      IF v_busy THEN
        RETURN 0;

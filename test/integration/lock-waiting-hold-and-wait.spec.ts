@@ -31,14 +31,20 @@ for (const dialect of DIALECTS) dialect.describe(`hold and wait behind an earlie
   const waiting = (appId: string, count: number): Promise<void> =>
     until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = '${appId}'`)).length === count);
 
-  for (const mode of ['WRITE', 'READ'] as const) {
-    it(`A holds X, B waits for [X, Y]: A's ${mode.toLowerCase()} of the free Y is granted at once`, async () => {
-      const x = await a.locks.tryLocks([`HW_${mode}_X_WRITE`]);
+  // One name (the one-lock function or procedure) and a group (the batch function, the group procedure).
+  const cases: readonly (readonly ('READ' | 'WRITE')[])[] = [['WRITE'], ['READ'], ['WRITE', 'WRITE']];
+  for (const asked of cases) {
+    const key = asked.join('_');
+    it(`A holds X, B waits for [X, Y]: A's ${key.toLowerCase()} of the free Y${asked.length > 1 ? ', Z' : ''} is granted at once`, async () => {
+      const x = await a.locks.tryLocks([`HW_${key}_X_WRITE`]);
       expect(x).toBeGreaterThan(0);
-      const group = b.locks.tryLocks([`HW_${mode}_X_WRITE`, `HW_${mode}_Y_WRITE`], { waitMs: 20_000 });
+      const group = b.locks.tryLocks([`HW_${key}_X_WRITE`, `HW_${key}_Y_WRITE`], { waitMs: 20_000 });
       await waiting('hw-b', 2);
       const started = Date.now();
-      const y = await a.locks.tryLocks([`HW_${mode}_Y_${mode}`], { waitMs: 3_000 });
+      const y = await a.locks.tryLocks(
+        asked.map((mode, i) => `HW_${key}_${'YZ'[i]}_${mode}` as `${string}_${typeof mode}`),
+        { waitMs: 3_000 },
+      );
       const tookMs = Date.now() - started;
       expect(y).toBeGreaterThan(0);
       expect(tookMs).toBeLessThan(PROMPT_MS);
