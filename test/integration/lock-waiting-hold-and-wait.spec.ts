@@ -27,9 +27,13 @@ for (const dialect of DIALECTS) dialect.describe(`hold and wait behind an earlie
     await db?.drop();
   });
 
-  /** Waits until `appId` has `count` live waiter rows. */
-  const waiting = (appId: string, count: number): Promise<void> =>
-    until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = '${appId}'`)).length === count);
+  /** Waits until `appId` has `count` waiter rows for names that begin with `prefix` (this test's names). */
+  const waiting = (appId: string, prefix: string, count: number): Promise<void> =>
+    until(
+      async () =>
+        (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = '${appId}' AND lock_name LIKE '${prefix}%'`)).length ===
+        count,
+    );
 
   // One name (the one-lock function or procedure) and a group (the batch function, the group procedure).
   const cases: readonly (readonly ('READ' | 'WRITE')[])[] = [['WRITE'], ['READ'], ['WRITE', 'WRITE']];
@@ -39,7 +43,8 @@ for (const dialect of DIALECTS) dialect.describe(`hold and wait behind an earlie
       const x = await a.locks.tryLocks([`HW_${key}_X_WRITE`]);
       expect(x).toBeGreaterThan(0);
       const group = b.locks.tryLocks([`HW_${key}_X_WRITE`, `HW_${key}_Y_WRITE`], { waitMs: 20_000 });
-      await waiting('hw-b', 2);
+      group.catch(() => undefined); // if the test fails first, closing B ends this wait
+      await waiting('hw-b', `HW_${key}_`, 2);
       const started = Date.now();
       const y = await a.locks.tryLocks(
         asked.map((mode, i) => `HW_${key}_${'YZ'[i]}_${mode}` as `${string}_${typeof mode}`),
@@ -62,9 +67,10 @@ for (const dialect of DIALECTS) dialect.describe(`hold and wait behind an earlie
     expect(x).toBeGreaterThan(0);
     expect(q).toBeGreaterThan(0);
     const group = b.locks.tryLocks(['HW_CYCLE_Y_WRITE', 'HW_CYCLE_Q_WRITE'], { waitMs: 20_000 });
-    await waiting('hw-b', 2);
+    await waiting('hw-b', 'HW_CYCLE_', 2);
     const cWaits = c.locks.tryLocks(['HW_CYCLE_X_WRITE'], { waitMs: 20_000 });
-    await waiting('hw-c', 1);
+    for (const wait of [group, cWaits]) wait.catch(() => undefined); // as above
+    await waiting('hw-c', 'HW_CYCLE_', 1);
     const started = Date.now();
     const y = await a.locks.tryLocks(['HW_CYCLE_Y_WRITE'], { waitMs: 3_000 });
     const tookMs = Date.now() - started;
