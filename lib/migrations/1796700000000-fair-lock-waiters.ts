@@ -8,8 +8,7 @@ import { LockSqlMigration } from './lock-sql.migration.js';
  * longer overtake, again and again, an earlier waiter of another (issue 37: on MariaDB a process's own waiters are woken
  * first). A request yields only to an earlier waiter that could be served (none of its other names held against it),
  * so a caller holding what that waiter waits for is not stalled. New versions of the functions (PostgreSQL) and
- * procedures (MySQL, MariaDB) that check names; same
- * signatures, same rows. `down` puts the previous versions back. Safe while instances run, of this version or the
+ * procedures (MySQL, MariaDB) that check names; same signatures, same rows. `down` puts the previous versions back. Safe while instances run, of this version or the
  * previous ones: on MySQL a grant that finds a procedure missing for the instant it is replaced sends its statements
  * one by one.
  * @publicApi
