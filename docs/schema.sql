@@ -352,12 +352,15 @@ AS $function$
              INTO v_busy
              FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
          END IF;
-         -- Writer preference in registration order (see ORDERED_WAITERS).
-         IF NOT v_busy AND v_mode = 'R' THEN
-           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
-                               AND w.expires > now()
+         -- Waiters in registration order, writers included (see WAITERS_IN_ORDER).
+         IF NOT v_busy THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
+                               AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
        ELSE
          v_busy := EXISTS (SELECT 1
@@ -372,11 +375,13 @@ AS $function$
                                                      )::bigint AS permits) AS lim
                                 CROSS JOIN LATERAL (SELECT l.mode FROM locking l WHERE l.lock_name = r.name
                                                      LIMIT lim.permits + 1) AS held) AS h))
-             OR (r.mode = 'R'
-                 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
-                               AND w.expires > now()
+             OR EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name
+                               AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807))));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W'))));
        END IF;
        IF v_busy THEN
          v_stamps := v_stamps || 0::bigint;
@@ -433,12 +438,15 @@ AS $function$
              INTO v_busy
              FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
          END IF;
-         -- Writer preference in registration order (see ORDERED_WAITERS).
-         IF NOT v_busy AND v_mode = 'R' THEN
-           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name AND w.mode = 'W'
-                               AND w.expires > now()
+         -- Waiters in registration order, writers included (see WAITERS_IN_ORDER).
+         IF NOT v_busy THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
+                               AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
-                                                    9223372036854775807));
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
      IF v_busy THEN
        RETURN 0;

@@ -80,6 +80,7 @@ export {
   FasterMysqlLockProcedures1796400000000,
   MysqlLockDoorbells1796500000000,
   JobRunClaims1796600000000,
+  FairLockWaiters1796700000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

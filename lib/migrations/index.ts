@@ -10,6 +10,7 @@ import { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 import { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-mysql-lock-procedures.js';
 import { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 import { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
+import { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -23,6 +24,7 @@ export { LockInstances1796200000000 } from './1796200000000-lock-instances.js';
 export { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-mysql-lock-procedures.js';
 export { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 export { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
+export { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -42,6 +44,7 @@ export const LOCK_MIGRATIONS = [
   FasterMysqlLockProcedures1796400000000,
   MysqlLockDoorbells1796500000000,
   JobRunClaims1796600000000,
+  FairLockWaiters1796700000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

@@ -158,6 +158,24 @@ export function describeLockEngineContract(target: EngineTarget): void {
       await one.locks.releaseLocks(r);
     });
 
+    it('yields only to an earlier waiter that could be served: holding X, a wait for a free Y behind [X, Y] is granted', async () => {
+      const [x, y] = [name('HX'), name('HY')];
+      const held = await one.locks.tryLocks([{ name: x, mode: 'write' }]);
+      const group = two.locks.tryLocks([{ name: x, mode: 'write' }, { name: y, mode: 'write' }], { waitMs: 30_000 });
+      group.catch(() => undefined); // if the test fails first, the close of its instance ends this wait
+      await until(async () => (await admin(one).listWaiters({ name: y })).length === 1);
+      // The waiter of [X, Y] is held off by X, which `one` holds: yielding Y to it would serve nobody.
+      const started = Date.now();
+      const stamp = await one.locks.tryLocks([{ name: y, mode: 'write' }], { waitMs: 3_000 });
+      expect(stamp).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeLessThan(500);
+      await one.locks.releaseLocks(stamp);
+      await one.locks.releaseLocks(held);
+      const both = await group;
+      expect(both).toBeGreaterThan(stamp);
+      await two.locks.releaseLocks(both);
+    });
+
     it('ends a wait at its deadline with 0 and leaves no waiter behind', async () => {
       const d = name('D');
       const held = await one.locks.tryLocks([{ name: d, mode: 'write' }]);

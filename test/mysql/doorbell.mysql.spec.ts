@@ -107,14 +107,15 @@ describeOnMysql('MySQL/MariaDB: doorbells (a release wakes the waiters of other 
       // Rows of an instance gone (a server restarted since: its doorbell's id is another session's now).
       await db.query(`INSERT INTO locking_doorbells (app_id, connection_id, tag, opened) VALUES ('ghost', $1, 'aa11', UTC_TIMESTAMP(6))`, [row.id]);
       await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, registered)
-        VALUES ('STALE', 'ghost-waiter', 'W', 'ghost', UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, UTC_TIMESTAMP(6))`);
+        VALUES ('STALE', 'ghost-waiter', 'R', 'ghost', UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, UTC_TIMESTAMP(6))`);
+      // The ghost waits to read: the holder's reads do not yield to it (a write would, to any earlier waiter).
       for (const statement of ['SELECT SLEEP(2) AS slept', "SELECT /* nestjs-db-locks doorbell bb22 */ SLEEP(2) AS slept"]) {
         const started = performance.now();
         const sleeping = bystander.query(statement);
         await until(async () => (await db.query<{ id: string }>(`SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID = $1 AND INFO LIKE 'SELECT%SLEEP%'`, [row.id])).length === 1);
         const before = { ...ringerOf(holder).counts };
-        await holder.locks.releaseLocks(await holder.locks.tryLocks(['STALE_WRITE', 'STALE2_WRITE']));
-        await holder.locks.releaseLocks(await holder.locks.tryLocks(['STALE_WRITE']));
+        await holder.locks.releaseLocks(await holder.locks.tryLocks(['STALE_READ', 'STALE2_WRITE']));
+        await holder.locks.releaseLocks(await holder.locks.tryLocks(['STALE_READ']));
         await until(() => ringerOf(holder).counts.skipped >= before.skipped + 2);
         const [[answer]] = (await sleeping) as unknown as [[{ slept: number }]];
         expect(Number(answer.slept)).toBe(0); // slept its whole time: never interrupted

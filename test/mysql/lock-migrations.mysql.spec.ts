@@ -55,6 +55,37 @@ async function rowsOf(db: TestDatabase): Promise<unknown> {
 }
 
 /**
+ * Whether a write yields to an earlier waiter (FairLockWaiters1796700000000): with a live waiter row of a reader on
+ * `QW`, a write request that does not wait is refused by the one-lock procedure, the group procedure (two locks) and
+ * the batch procedure; before that migration all three grant it. Leaves no row behind but the log rows it ended.
+ */
+async function writersQueue(db: TestDatabase): Promise<boolean> {
+  const calls = [
+    `CALL locking_try_acquire_one('q', 'q', 'QW', 'W', 1000, NULL, 1, 1)`,
+    `CALL locking_try_acquire('q', 'q', '["QW", "QX"]', '["W", "W"]', 1000, NULL, 1, 1)`,
+    `CALL locking_try_acquire_batch('q', 'q', '[[["QW"], ["W"], ""]]', 1000, 1, 1)`,
+  ];
+  await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, registered)
+                  VALUES ('QW', 'early', 'R', 'other', UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE, UTC_TIMESTAMP(6))`);
+  const stamps: number[] = [];
+  try {
+    for (const call of calls) {
+      const [rows] = await db.query<never>(call) as unknown as [{ stamp?: string; stamps?: string }[]];
+      const row = rows[0];
+      stamps.push(Number(row?.stamp ?? JSON.parse(String(row?.stamps))[0]));
+      // A grant is freed at once: the next call sees only the waiter.
+      await db.query(`UPDATE locking_log SET status = 'RELEASED', ended = UTC_TIMESTAMP(6) WHERE app_id = 'q' AND status = 'ACQUIRED'`);
+      await db.query(`DELETE FROM locking WHERE app_id = 'q'`);
+    }
+  } finally {
+    await db.query(`DELETE FROM locking_waiters WHERE waiter = 'early'`);
+  }
+  if (stamps.every((stamp) => stamp === 0)) return true;
+  if (stamps.every((stamp) => stamp > 0)) return false;
+  throw new Error(`the procedures disagree: ${stamps.join(', ')}`);
+}
+
+/**
  * On MySQL and MariaDB the first migration creates the tables in their final form and the later ones have nothing to
  * do: undoing those must keep the schema and every row, undoing the first drops the tables, and running them all
  * again gives the same schema, empty, that works.
@@ -105,10 +136,22 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
     expect(await jsonTablesOfTryAcquire()).toBe(2); // the second version: the group is checked name by name
+    expect(await writersQueue(db)).toBe(true);
+    const fair = await schemaOf(db);
+    await dataSource.undoLastMigration(); // the fair waiters: the procedures' second version is back
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await writersQueue(db)).toBe(false);
+    expect(await schemaOf(db)).toEqual(fair);
+    // The code of this version on a database at the previous migration: served, with the previous order.
+    let app = await createLockApp(db.url, { appId: 'thirteenth' });
+    await exerciseEngine(app.locks);
+    await app.close();
+    await dataSource.runMigrations();
+    expect(await writersQueue(db)).toBe(true);
     const full = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
-    let app = await createLockApp(db.url, { appId: 'keeper' });
+    app = await createLockApp(db.url, { appId: 'keeper' });
     await exerciseEngine(app.locks);
     await admin.setPermits('P', 'read', 3);
     const forced = await app.locks.tryLocks(['F_WRITE']);
@@ -123,6 +166,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
         AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
     expect(await claimsColumn()).toBe(1);
+    await dataSource.undoLastMigration(); // the fair waiters (see above)
     await dataSource.undoLastMigration(); // the job claims: their column goes, the history stays
     expect(await claimsColumn()).toBe(0);
     // The code of this version on it: its claims and pruning say the migration is missing (the jobs then run under
@@ -158,7 +202,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 6; undone < NAMES.length; undone++) {
+    for (let undone = 7; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

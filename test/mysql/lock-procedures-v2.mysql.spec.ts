@@ -1,5 +1,6 @@
 import mysql from 'mysql2/promise';
 import { CREATE_MYSQL_LOCK_PROCEDURES } from '../../lib/migrations/sql/mysql-lock.procedures.sql.js';
+import { DROP_MYSQL_LOCK_PROCEDURES_V3 } from '../../lib/migrations/sql/mysql-lock.procedures-v3.sql.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
 
@@ -78,7 +79,9 @@ describeOnMysql("the procedures' second version decides as the first", () => {
   beforeAll(async () => {
     db = await createMysqlTestDatabase();
     connection = await mysql.createConnection({ uri: db.url, supportBigNumbers: true, bigNumberStrings: true });
-    // The first version beside the second, under a name of its own.
+    // The second version (the third, FairLockWaiters1796700000000, also queues writers: its order is checked by
+    // lock-migrations.mysql.spec.ts and fair-waiters.spec.ts), and the first beside it, under a name of its own.
+    for (const statement of DROP_MYSQL_LOCK_PROCEDURES_V3) await connection.query(statement);
     const [v1] = CREATE_MYSQL_LOCK_PROCEDURES.filter((sql) => sql.includes('PROCEDURE locking_try_acquire('));
     await connection.query(v1!.replace('PROCEDURE locking_try_acquire(', 'PROCEDURE locking_try_acquire_v1('));
   });

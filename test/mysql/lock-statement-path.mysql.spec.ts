@@ -73,6 +73,24 @@ describeOnMysql('MySQL/MariaDB grants statement by statement (no stored procedur
     }
   });
 
+  it('holding X, a wait for a free Y behind an earlier waiter of [X, Y] is granted at once (it would serve nobody)', async () => {
+    const one = await apps.start(db.url, { appId: 'hold-one' });
+    const two = await apps.start(db.url, { appId: 'hold-two' });
+    const held = await one.locks.tryLocks(['hold:x_WRITE']);
+    const group = two.locks.tryLocks(['hold:x_WRITE', 'hold:y_WRITE'], { waitMs: 20_000 });
+    group.catch(() => undefined); // if the test fails first, closing `two` ends this wait
+    await until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = 'hold-two'`)).length === 2);
+    const started = Date.now();
+    const y = await one.locks.tryLocks(['hold:y_WRITE'], { waitMs: 3_000 });
+    expect(y).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(500);
+    await one.locks.releaseLocks(y);
+    await one.locks.releaseLocks(held);
+    const both = await group;
+    expect(both).toBeGreaterThan(y);
+    await two.locks.releaseLocks(both);
+  });
+
   it('tries the procedures again after a while: a migration run meanwhile brings the fast path back', async () => {
     const fresh = await createMysqlTestDatabase();
     try {

@@ -30,7 +30,7 @@ const GROUP_NAMES = groupNames('p_names');
 const modeAt = (modes: string, ord: string): string => `JSON_UNQUOTE(JSON_EXTRACT(${modes}, CONCAT('$[', ${ord} - 1, ']')))`;
 
 /** `waiter`'s place in the queue (no waiter, or one without rows: behind every writer). */
-const waiterSeq = (waiter: string): string =>
+export const waiterSeq = (waiter: string): string =>
   `COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = ${waiter}), 9223372036854775807)`;
 
 /**
@@ -43,7 +43,7 @@ const waiterSeq = (waiter: string): string =>
  * A plain `SELECT … INTO` at READ COMMITTED reads what is committed, without locking (a subquery of `IF EXISTS (…)`
  * or `SET = (…)` would be a locking read in InnoDB, and wait for releases in flight).
  */
-const nameBusy = (name: string, mode: string, waiter: string): string => `SELECT COUNT(*), COALESCE(SUM(l.mode = ${mode}), 0)
+const nameBusy = (order: OrderCheck, name: string, mode: string, waiter: string): string => `SELECT COUNT(*), COALESCE(SUM(l.mode = ${mode}), 0)
         INTO v_held, v_same FROM locking l WHERE l.lock_name = ${name};
       IF v_held > v_same THEN
         SET v_busy = 1;
@@ -51,20 +51,30 @@ const nameBusy = (name: string, mode: string, waiter: string): string => `SELECT
         SELECT v_same >= COALESCE(MAX(p.permits), IF(${mode} = 'W', p_write_permits, p_read_permits)) INTO v_busy
           FROM locking_permissions p WHERE p.lock_name = ${name} AND p.mode = ${mode};
       END IF;
-      IF v_busy = 0 AND ${mode} = 'R' THEN
+      ${order(name, mode, waiter)}`;
+
+/**
+ * The order among waiters, after the permits check of one name (`name`, `mode`, `waiter`: SQL expressions), as
+ * statements that may set `v_busy`. A later version passes its own (`mysql-lock.procedures-v3.sql.ts`).
+ * @internal
+ */
+export type OrderCheck = (name: string, mode: string, waiter: string) => string;
+
+/** The second version's order: a read yields to a writer that registered before its waiter. */
+const READERS_YIELD: OrderCheck = (name, mode, waiter) => `IF v_busy = 0 AND ${mode} = 'R' THEN
         SELECT EXISTS (SELECT 1 FROM locking_waiters w
                         WHERE w.lock_name = ${name} AND w.mode = 'W' AND w.expires > UTC_TIMESTAMP(6)
                           AND w.seq < ${waiterSeq(waiter)}) INTO v_busy;
       END IF`;
 
 /** Whether some lock of a group (`names`, `modes`: JSON arrays) is busy, into `v_busy`: `nameBusy` name by name. */
-const groupBusyByName = (names: string, modes: string, waiter: string): string => `SET v_busy = 0;
+const groupBusyByName = (order: OrderCheck, names: string, modes: string, waiter: string): string => `SET v_busy = 0;
     SET v_i = 0;
     SET v_n = JSON_LENGTH(${names});
     WHILE v_busy = 0 AND v_i < v_n DO
       SET v_name = JSON_UNQUOTE(JSON_EXTRACT(${names}, CONCAT('$[', v_i, ']')));
       SET v_mode = JSON_UNQUOTE(JSON_EXTRACT(${modes}, CONCAT('$[', v_i, ']')));
-      ${nameBusy('v_name COLLATE utf8mb4_bin', 'v_mode COLLATE utf8mb4_bin', waiter)};
+      ${nameBusy(order, 'v_name COLLATE utf8mb4_bin', 'v_mode COLLATE utf8mb4_bin', waiter)};
       SET v_i = v_i + 1;
     END WHILE`;
 
@@ -107,7 +117,7 @@ const DELETE_WAITER = deleteWaiter('p_waiter');
  * The names come sorted (the caller's canonical order): their rows in `locking_names` are locked in that order, as
  * every grant locks them, so two grants queue instead of deadlocking.
  */
-const CREATE_TRY_ACQUIRE_V2 = `CREATE PROCEDURE locking_try_acquire(
+const createTryAcquire = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_names LONGTEXT CHARACTER SET utf8mb4,
@@ -121,13 +131,13 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   -- Committed rows, no lock: a group busy now is refused without queueing on its names' rows.
-  ${groupBusyByName('p_names', 'p_modes', 'p_waiter')};
+  ${groupBusyByName(order, 'p_names', 'p_modes', 'p_waiter')};
   IF v_busy = 0 THEN
     INSERT INTO locking_names (lock_name)
       SELECT g.name FROM ${GROUP_NAMES} g ORDER BY g.ord
       ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
     -- Again under the names' row locks: every grant of these names committed so far is counted.
-    ${groupBusyByName('p_names', 'p_modes', 'p_waiter')};
+    ${groupBusyByName(order, 'p_names', 'p_modes', 'p_waiter')};
   END IF;
   IF v_busy = 0 THEN
     ${INSERT_LOG('p_names', 'p_modes')};
@@ -148,7 +158,7 @@ const MODE = 'p_mode COLLATE utf8mb4_bin';
  * does: the name's row locked, `nameBusy` under that lock, the log row and the lock row, one commit. No check before
  * the lock (unlike the group procedure): for the uncontended call it would be a second read for nothing.
  */
-const CREATE_TRY_ACQUIRE_ONE = `CREATE PROCEDURE locking_try_acquire_one(
+const createTryAcquireOne = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire_one(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_name VARCHAR(200) CHARACTER SET utf8mb4,
@@ -164,7 +174,7 @@ BEGIN
   START TRANSACTION;
   INSERT INTO locking_names (lock_name) VALUES (${NAME})
     ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
-  ${nameBusy(NAME, MODE, 'p_waiter')};
+  ${nameBusy(order, NAME, MODE, 'p_waiter')};
   IF v_busy = 0 THEN
     ${INSERT_LOG(`JSON_ARRAY(${NAME})`, `JSON_ARRAY(${MODE})`)};
     INSERT INTO locking (lock_name, mode, app_id, stamp, created)
@@ -190,7 +200,7 @@ const GROUP_AT = `SET v_names = JSON_EXTRACT(p_groups, CONCAT('$[', v_g, '][0]')
  * code point order (`utf8mb4_bin`, the order in which every grant locks its names), and pass 2 checks each of those
  * groups again under the locks and grants it.
  */
-const CREATE_TRY_ACQUIRE_BATCH = `CREATE PROCEDURE locking_try_acquire_batch(
+const createTryAcquireBatch = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire_batch(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_groups LONGTEXT CHARACTER SET utf8mb4,
@@ -217,7 +227,7 @@ BEGIN
   -- Pass 1, committed rows, no lock: '1' in v_open for each group free now, '0' for a busy one.
   WHILE v_g < v_count DO
     ${GROUP_AT};
-    ${groupBusyByName('v_names', 'v_modes', 'v_waiter')};
+    ${groupBusyByName(order, 'v_names', 'v_modes', 'v_waiter')};
     SET v_open = CONCAT(v_open, IF(v_busy = 0, '1', '0'));
     SET v_g = v_g + 1;
   END WHILE;
@@ -237,7 +247,7 @@ BEGIN
     SET v_stamp = 0;
     IF SUBSTRING(v_open, v_g + 1, 1) = '1' THEN
       ${GROUP_AT};
-      ${groupBusyByName('v_names', 'v_modes', 'v_waiter')};
+      ${groupBusyByName(order, 'v_names', 'v_modes', 'v_waiter')};
       IF v_busy = 0 THEN
         ${INSERT_LOG('v_names', 'v_modes')};
         ${insertLocks('v_names', 'v_modes')};
@@ -251,12 +261,20 @@ BEGIN
   SELECT CONCAT('[', v_stamps, ']') AS stamps;
 END`;
 
+/**
+ * The three acquisition procedures of the second version's text, deciding the order among waiters with `order`
+ * (`CREATE` statements: the procedures must not exist). @internal
+ */
+export const acquisitionProcedures = (order: OrderCheck): readonly string[] => [
+  createTryAcquire(order),
+  createTryAcquireOne(order),
+  createTryAcquireBatch(order),
+];
+
 /** Installs the second version (run by the migration's `up` on MySQL and MariaDB). */
 export const CREATE_MYSQL_LOCK_PROCEDURES_V2: readonly string[] = [
   'DROP PROCEDURE IF EXISTS locking_try_acquire',
-  CREATE_TRY_ACQUIRE_V2,
-  CREATE_TRY_ACQUIRE_ONE,
-  CREATE_TRY_ACQUIRE_BATCH,
+  ...acquisitionProcedures(READERS_YIELD),
 ];
 
 /** The first version's `locking_try_acquire`, as shipped. */

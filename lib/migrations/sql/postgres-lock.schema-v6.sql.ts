@@ -15,9 +15,11 @@ import { tryAcquireFunction } from './postgres-lock.schema-v2.sql.js';
 /**
  * Whether any lock of the group `p_names[v_from:v_to]` is busy for the group of `v_waiter`: CHECK_NAME_ORDERED as
  * one query. The permits are looked up only for held names, and the waiter's position only when a waiting writer of
- * one of its names exists (a scalar subquery that depends on no name is computed once, on first use).
+ * one of its names exists (a scalar subquery that depends on no name is computed once, on first use). `yields` is
+ * the order's condition on a request `r` (a later version passes its own).
+ * @internal
  */
-const GROUP_BUSY = `SELECT 1
+export const groupBusy = (yields: string): string => `SELECT 1
            FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
           WHERE (EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name)
                  AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
@@ -29,7 +31,10 @@ const GROUP_BUSY = `SELECT 1
                                                      )::bigint AS permits) AS lim
                                 CROSS JOIN LATERAL (SELECT l.mode FROM locking l WHERE l.lock_name = r.name
                                                      LIMIT lim.permits + 1) AS held) AS h))
-             OR (r.mode = 'R'
+             OR ${yields}`;
+
+/** The fourth version's order in GROUP_BUSY: a reader yields to the waiting writers registered before it. */
+const READERS_YIELD = `(r.mode = 'R'
                  AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name AND w.mode = 'W'
                                AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
@@ -44,8 +49,12 @@ const GROUP_BUSY = `SELECT 1
  * path runs it in autocommit).
  */
 
-/** `locking_try_acquire`, sixth version. */
-const TRY_ACQUIRE_FUNCTION_V6 = `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
+/**
+ * `locking_try_acquire`, sixth version, with the check of one name `checkName` and the group check `groupCheck` (the
+ * sixth version's are CHECK_NAME_ORDERED and `groupBusy(READERS_YIELD)`; a later version passes its own).
+ * @internal
+ */
+export const tryAcquireFunctionV6 = (checkName: string, groupCheck: string): string => `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
    DECLARE
 ${Fragment.TRY_ACQUIRE_VARIABLES}
 ${Fragment.CHECK_VARIABLES}
@@ -67,9 +76,9 @@ ${Fragment.CHECK_BATCH_CALL}
        IF v_from = v_to THEN
          v_name := p_names[v_from];
          v_mode := p_modes[v_from];
-${CHECK_NAME_ORDERED}
+${checkName}
        ELSE
-         v_busy := EXISTS (${GROUP_BUSY});
+         v_busy := EXISTS (${groupCheck});
        END IF;
        IF v_busy THEN
          v_stamps := v_stamps || 0::bigint;
@@ -85,6 +94,9 @@ ${CHECK_NAME_ORDERED}
            VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
                    now() + p_lease_ms * interval '1 millisecond');
 ${Fragment.RECORD_GRANT_AND_NEXT_GROUP}`;
+
+/** `locking_try_acquire`, sixth version. @internal */
+export const TRY_ACQUIRE_FUNCTION_V6 = tryAcquireFunctionV6(CHECK_NAME_ORDERED, groupBusy(READERS_YIELD));
 
 /** Installs the sixth schema version. */
 export const UPGRADE_LOCK_SCHEMA_V6: readonly string[] = [TRY_ACQUIRE_FUNCTION_V6];

@@ -69,8 +69,9 @@ export class MemoryLockStore extends LockStore {
   }
 
   /**
-   * `CHECK_NAME_ORDERED`: busy when its holders reach the permits in `mode` or hold the other mode; a reader also
-   * yields to a writer that registered before its own position (a caller that does not wait is behind every waiter).
+   * `CHECK_NAME_IN_ORDER`: busy when its holders reach the permits in `mode` or hold the other mode; a request also
+   * yields to a waiter that registered before its own position, a writer to any, a reader to a writer (a caller that
+   * does not wait is behind every waiter), unless that waiter is blocked on another name of its group.
    */
   private isBusy(name: string, mode: ModeCode, waiter: string | undefined): boolean {
     const held = this.db.holders(name);
@@ -78,11 +79,32 @@ export class MemoryLockStore extends LockStore {
       if (held.some((row) => row.mode !== mode)) return true;
       if (held.length >= this.permitsOf(name, mode)) return true;
     }
-    if (mode !== 'R') return false;
+    // Every waiter in one order: a write yields to any earlier waiter of the name, a read to an earlier writer.
     const now = this.db.now();
     const own = this.db.waiters.filter((row) => row.waiter === waiter).map((row) => row.seq);
     const position = own.length > 0 ? Math.min(...own) : Infinity;
-    return this.db.waiters.some((row) => row.name === name && row.mode === 'W' && row.expires > now && row.seq < position);
+    return this.db.waiters.some(
+      (row) =>
+        row.name === name &&
+        (mode === 'W' || row.mode === 'W') &&
+        row.expires > now &&
+        row.seq < position &&
+        !this.blockedElsewhere(row.waiter, name, now),
+    );
+  }
+
+  /**
+   * GRANTABLE_ONLY: whether another name of `waiter`'s group than `name` is held in a mode that conflicts with the
+   * waiter's (a write with any holder, a read with a writer): yielding to that waiter would serve nobody.
+   */
+  private blockedElsewhere(waiter: string, name: string, now: number): boolean {
+    return this.db.waiters.some(
+      (row) =>
+        row.waiter === waiter &&
+        row.name !== name &&
+        row.expires > now &&
+        this.db.holders(row.name).some((held) => row.mode === 'W' || held.mode === 'W'),
+    );
   }
 
   private permitsOf(name: string, mode: ModeCode): number {

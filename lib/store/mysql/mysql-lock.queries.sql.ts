@@ -47,9 +47,10 @@ export const lockNames = (count: number): string =>
 
 /**
  * ? waiter (null when not waiting), then `count` requests, each as (name, mode) → for each, the rows held in its mode
- * and in the other mode, its permits row (null: the defaults apply), and whether a writer that registered before the
- * waiter waits for it (a read then yields). Read after `lockNames`, at READ
- * COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
+ * and in the other mode, its permits row (null: the defaults apply), and whether a waiter that registered before the
+ * waiter waits for it (`writer_first`: a write then yields to any such waiter, a read to such a writer, unless another
+ * name of that waiter's group is held against it; the procedures' third version, `mysql-lock.procedures-v3.sql.ts`,
+ * decides alike). Read after `lockNames`, at READ COMMITTED: every grant committed on these names so far is counted, and no other can be inserted until this
  * transaction ends. Permits are read here, from committed rows, never from a client cache.
  */
 export const checkGroup = (count: number): string => {
@@ -58,11 +59,14 @@ export const checkGroup = (count: number): string => {
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode = r.mode) AS same_mode,
     (SELECT COUNT(*) FROM locking l WHERE l.lock_name = r.name AND l.mode <> r.mode) AS other_mode,
     (SELECT p.permits FROM locking_permissions p WHERE p.lock_name = r.name AND p.mode = r.mode) AS permits,
-    (r.mode = 'R' AND EXISTS (
+    EXISTS (
        SELECT 1 FROM locking_waiters w
-        WHERE w.lock_name = r.name AND w.mode = 'W' AND w.expires > ${NOW}
+        WHERE w.lock_name = r.name AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > ${NOW}
           AND w.seq < COALESCE((SELECT MIN(o.seq) FROM locking_waiters o WHERE o.waiter = ?), 9223372036854775807)
-    )) AS writer_first
+          AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                           WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > ${NOW}
+                             AND (g.mode = 'W' OR l.mode = 'W'))
+    ) AS writer_first
   FROM (${requests}) AS r`;
 };
 

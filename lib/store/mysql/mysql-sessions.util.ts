@@ -147,9 +147,14 @@ export function openMysqlListener(
     if (!open) return;
     const now = new Map(rows.map((row) => [row.name, Number(row.held)]));
     // A name seen for the first time counts as freed: its waiter may have tried before a release that committed
-    // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval).
+    // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval). So does a
+    // name held by nobody: waiters queue in order, and a wake the earliest one missed (a ring lost while its doorbell
+    // was re-armed) would leave the name free, every later request yielding, until its re-check.
     const freed = [...now]
-      .filter(([name, count]) => (afterRing && !rungNames.has(name)) || !held.has(name) || count < (held.get(name) ?? 0))
+      .filter(
+        ([name, count]) =>
+          (afterRing && !rungNames.has(name)) || !held.has(name) || count === 0 || count < (held.get(name) ?? 0),
+      )
       .map(([name]) => name);
     held = now;
     if (freed.length > 0) callbacks.freed(freed);
