@@ -63,7 +63,14 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
       onAdmin(async (client) => {
         await client.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS ${refuse ? 'false' : 'true'}`);
         if (refuse) {
+          // pg_terminate_backend only signals: wait until every backend has gone (each has sent its client the
+          // termination by then), so that a test's next step meets the outage and not the instant before it.
           await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+          for (;;) {
+            const { rows } = await client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+            if (rows[0].n === 0) break;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
         }
       }),
     drop: () => onAdmin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
