@@ -5,25 +5,22 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { LockModule, LockService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { childDatabaseModule, lockDialect } from './child-database.mjs';
 
 /** @param {Record<string, unknown>} event */
 const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const env = process.env;
-const mysql = (env.DATABASE_URL ?? '').startsWith('mysql:');
 
 class ContenderModule {}
 Module({
   imports: [
-    mysql
-      ? TypeOrmModule.forRoot({ type: 'mariadb', url: env.DATABASE_URL, timezone: 'Z', extra: { connectionLimit: 4 } })
-      : TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 4 } }),
+    childDatabaseModule(),
     ScheduleModule.forRoot(),
-    LockModule.forRoot({ ...(mysql ? { dialect: 'mysql' } : {}), appId: env.APP_ID ?? 'contender' }),
+    LockModule.forRoot({ ...lockDialect, appId: env.APP_ID ?? 'contender' }),
   ],
 })(ContenderModule);
 

@@ -11,19 +11,18 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { LockError, LockModule, LockService } from 'nestjs-db-locks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { childDatabaseModule, isMysql, lockDialect } from './child-database.mjs';
 import { DataSource } from 'typeorm';
 
 /** @param {Record<string, unknown>} event */
 const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const env = process.env;
-const mysql = (env.DATABASE_URL ?? '').startsWith('mysql:');
 /** @param {number} n the placeholder's number */
-const p = (n) => (mysql ? '?' : `$${n}`);
+const p = (n) => (isMysql ? '?' : `$${n}`);
 const appId = env.APP_ID ?? 'soak';
 const names = (env.NAMES ?? 'S1').split(',');
 const leaseMs = Number(env.LEASE_MS ?? 2000);
@@ -31,12 +30,10 @@ const leaseMs = Number(env.LEASE_MS ?? 2000);
 class WorkerModule {}
 Module({
   imports: [
-    mysql
-      ? TypeOrmModule.forRoot({ type: 'mariadb', url: env.DATABASE_URL, timezone: 'Z', extra: { connectionLimit: 4 } })
-      : TypeOrmModule.forRoot({ type: 'postgres', url: env.DATABASE_URL, extra: { max: 4 } }),
+    childDatabaseModule(),
     ScheduleModule.forRoot(),
     LockModule.forRoot({
-      ...(mysql ? { dialect: 'mysql' } : {}),
+      ...lockDialect,
       appId,
       leaseMs,
       renewIntervalMs: Number(env.RENEW_MS ?? 300),
@@ -91,7 +88,7 @@ async function fencedWrite(stamp, name) {
     await runner.connect();
     await runner.startTransaction();
     // A business transaction behind a row lock gives up after 5 s (MariaDB's default is 50 s), as a service's would.
-    await runner.query(mysql ? 'SET SESSION innodb_lock_wait_timeout = 5' : "SET LOCAL lock_timeout = '5s'");
+    await runner.query(isMysql ? 'SET SESSION innodb_lock_wait_timeout = 5' : "SET LOCAL lock_timeout = '5s'");
     const [row] = await runner.query(`SELECT token FROM soak_counter WHERE name = ${p(1)} FOR UPDATE`, [name]);
     await runner.query(`UPDATE soak_counter SET n = n + 1, token = ${p(1)} WHERE name = ${p(2)}`, [stamp, name]);
     await runner.query(

@@ -1,0 +1,17 @@
+// The database of a test's child process (a contender, a soak worker): PostgreSQL or MariaDB as DATABASE_URL says,
+// through a pool of four connections, as LockModule's options need to know it (`dialect`).
+import { TypeOrmModule } from '@nestjs/typeorm';
+
+/** Whether DATABASE_URL names a MySQL/MariaDB server (else PostgreSQL). */
+export const isMysql = (process.env.DATABASE_URL ?? '').startsWith('mysql:');
+
+/** The TypeORM module of the child's DataSource, on DATABASE_URL. */
+export function childDatabaseModule() {
+  const url = process.env.DATABASE_URL;
+  return isMysql
+    ? TypeOrmModule.forRoot({ type: 'mariadb', url, timezone: 'Z', extra: { connectionLimit: 4 } })
+    : TypeOrmModule.forRoot({ type: 'postgres', url, extra: { max: 4 } });
+}
+
+/** LockModule's `dialect` option for that database. */
+export const lockDialect = isMysql ? { dialect: /** @type {const} */ ('mysql') } : {};
