@@ -5,6 +5,7 @@ import { lockEntities } from '../entities/lock-entities.factory.js';
 import { LockConfigurationError } from '../errors/index.js';
 import { type LockTables, resolveLockTables } from '../store/lock-tables.util.js';
 import { toCliError, usageError } from './lock-cli.errors.js';
+import { explainMissingTables } from './lock-cli.places.js';
 
 /** How long connecting and each statement may take before the command gives up (exit code 3). @internal */
 export const CLI_TIMEOUT_MS = 5000;
@@ -30,6 +31,10 @@ export interface DatabaseTarget {
   readonly dialect: 'postgres' | 'mysql';
   /** Where the lock tables are (`--schema`, `--table-prefix`). */
   readonly tables: LockTables;
+  /** How `tables` was chosen: by an option, by a variable, or neither (the default place). */
+  readonly by: 'flag' | 'env' | 'default';
+  /** The variables among `LOCK_SCHEMA` and `LOCK_TABLE_PREFIX` that are set (read only when no option is given). */
+  readonly envSet: readonly string[];
 }
 
 /** The URL schemes the CLI accepts, and the dialect and default port of each. */
@@ -60,7 +65,7 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
   }
   // mysql2 knows the mysql:// scheme only.
   const driverUrl = scheme.dialect === 'mysql' ? url.replace(/^mariadb:/, 'mysql:') : url;
-  const tables = tablesOf(options, env, scheme.dialect);
+  const { tables, by, envSet } = tablesOf(options, env, scheme.dialect);
   const place =
     tables.schema !== undefined ? ` (schema ${tables.schema})` : tables.tablePrefix ? ` (tables ${tables.tablePrefix}*)` : '';
   return {
@@ -68,19 +73,59 @@ export function databaseTarget(options: GlobalOptions, env: NodeJS.ProcessEnv = 
     where: `${parsed.hostname}:${parsed.port || scheme.port}${parsed.pathname}${place}`,
     dialect: scheme.dialect,
     tables,
+    by,
+    envSet,
   };
 }
 
-/** `--schema` / `--table-prefix` (else `LOCK_SCHEMA` / `LOCK_TABLE_PREFIX`), checked: a usage error when invalid. */
-function tablesOf(options: GlobalOptions, env: NodeJS.ProcessEnv, dialect: 'postgres' | 'mysql'): LockTables {
-  const schema = options.schema ?? (env.LOCK_SCHEMA || undefined);
-  const tablePrefix = options.tablePrefix ?? (env.LOCK_TABLE_PREFIX || undefined);
-  try {
-    return resolveLockTables({ schema, tablePrefix }, dialect, 'the option');
-  } catch (error) {
-    if (!(error instanceof LockConfigurationError)) throw error;
-    throw usageError(error.message.replace(/\bschema\b/, '--schema').replace(/\btablePrefix\b/, '--table-prefix'));
+/** The names of the two ways to choose the lock tables' place: options on the command line, or variables. @internal */
+export const PLACE_NAMES = {
+  flag: { schema: '--schema', tablePrefix: '--table-prefix', kind: 'the option' },
+  env: { schema: 'LOCK_SCHEMA', tablePrefix: 'LOCK_TABLE_PREFIX', kind: 'the variable' },
+} as const;
+
+/**
+ * `--schema` / `--table-prefix`, else `LOCK_SCHEMA` / `LOCK_TABLE_PREFIX` (the options win: when either is given, the
+ * variables are not read), checked: a usage error naming the option or the variable when invalid.
+ */
+function tablesOf(
+  options: GlobalOptions,
+  env: NodeJS.ProcessEnv,
+  dialect: 'postgres' | 'mysql',
+): Pick<DatabaseTarget, 'tables' | 'by' | 'envSet'> {
+  const envSet = [PLACE_NAMES.env.schema, PLACE_NAMES.env.tablePrefix].filter((name) => Boolean(env[name]));
+  const byFlag = options.schema !== undefined || options.tablePrefix !== undefined;
+  const by = byFlag ? 'flag' : envSet.length > 0 ? 'env' : 'default';
+  const given = byFlag
+    ? { schema: options.schema, tablePrefix: options.tablePrefix }
+    : { schema: env.LOCK_SCHEMA || undefined, tablePrefix: env.LOCK_TABLE_PREFIX || undefined };
+  if (by !== 'default' && dialect === 'mysql' && given.schema !== undefined && given.tablePrefix === undefined) {
+    const name = PLACE_NAMES[by].schema;
+    throw usageError(
+      `${name} is for PostgreSQL: on MySQL/MariaDB use ${PLACE_NAMES[by].tablePrefix} (e.g. ${example(by, 'tablePrefix', 'locks_')}), ` +
+        'or name the database of the lock tables in the URL (there a schema is a database)',
+    );
   }
+  try {
+    return { tables: resolveLockTables(given, dialect, 'the option'), by, envSet };
+  } catch (error) {
+    if (!(error instanceof LockConfigurationError) || by === 'default') throw error;
+    throw usageError(renamed(error.message, by));
+  }
+}
+
+/** `--schema locks` or `LOCK_SCHEMA=locks`: how a message shows a value given one way or the other. */
+function example(by: 'flag' | 'env', option: 'schema' | 'tablePrefix', value: string): string {
+  return by === 'flag' ? `${PLACE_NAMES.flag[option]} ${value}` : `${PLACE_NAMES.env[option]}=${value}`;
+}
+
+/** A message of `resolveLockTables` (written for `LockModule` options) with the names of the command line. */
+function renamed(message: string, by: 'flag' | 'env'): string {
+  return message
+    .replace(/^the option/, PLACE_NAMES[by].kind) // 'the options' too
+    .replace(/\b(schema|tablePrefix): '([^']*)'/g, (_, option: 'schema' | 'tablePrefix', value: string) => example(by, option, value))
+    .replace(/\b(schema|tablePrefix)\b/g, (option) => PLACE_NAMES[by][option as 'schema' | 'tablePrefix'])
+    .replace('omit the option', by === 'flag' ? 'omit --schema' : 'unset LOCK_SCHEMA');
 }
 
 /** `cli:<user>@<host>`: who the log names as the one who forced a release. @internal */
@@ -137,7 +182,7 @@ export async function withDataSource<T>(
     await dataSource.initialize();
     return await fn(dataSource);
   } catch (error) {
-    throw toCliError(error, target.where);
+    throw toCliError(await explainMissingTables(error, dataSource, target), target.where);
   } finally {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
   }

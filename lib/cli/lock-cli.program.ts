@@ -15,11 +15,17 @@ Exit codes:
   0  done
   1  a negative answer: no such grant, migrations pending, nothing to do
   2  bad arguments or options (nothing was sent to the database)
-  3  the database is unreachable or failed
+  3  the database is unreachable or failed, or the chosen place has no lock tables
   4  the database driver the URL needs is not installed (npm install pg, or mysql2)
 
-The database is DATABASE_URL, or --url. Lock tables in a schema of their own (PostgreSQL) or with a table prefix
-(MySQL/MariaDB): --schema or --table-prefix, or LOCK_SCHEMA / LOCK_TABLE_PREFIX. --json prints JSON only on stdout; errors go to stderr.`;
+Environment variables (an option given on the command line wins):
+  DATABASE_URL       the database, as --url: postgres://…, or mysql://… / mariadb://… for MySQL/MariaDB
+  LOCK_SCHEMA        PostgreSQL: the schema of the lock tables, as --schema
+  LOCK_TABLE_PREFIX  MySQL/MariaDB: the prefix of the lock tables, as --table-prefix
+
+When the chosen place has no lock tables but another schema or table prefix of the database has, the commands say
+which option selects them, and migrate creates nothing (unless --create-here). --json prints JSON only on stdout;
+errors go to stderr.`;
 
 /** The package's version, from its package.json (two folders up, in `lib/` and in `dist/` alike). */
 function packageVersion(): string {

@@ -57,3 +57,17 @@ export const SELECT_TABLES_PRESENT = `SELECT
 
 /** The names recorded in TypeORM's migrations table `table` (an identifier quoted by the caller), in order. */
 export const selectMigrationNames = (table: string): string => `SELECT name FROM ${table} ORDER BY id`;
+
+/**
+ * Every table prefix of the current database that has the core lock tables (`locking`, `locking_log`,
+ * `locking_permissions`), '' for the default place. Looks across places: never rewritten by `inLockTables`. Used by
+ * the command line to say where the lock tables are when the chosen place has none.
+ */
+export const SELECT_LOCK_PLACES = `SELECT LEFT(t.TABLE_NAME, CHAR_LENGTH(t.TABLE_NAME) - 7) AS place
+  FROM information_schema.TABLES t
+ WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME LIKE '%locking'
+   AND EXISTS (SELECT 1 FROM information_schema.TABLES l WHERE l.TABLE_SCHEMA = DATABASE()
+                  AND l.TABLE_NAME = CONCAT(LEFT(t.TABLE_NAME, CHAR_LENGTH(t.TABLE_NAME) - 7), 'locking_log'))
+   AND EXISTS (SELECT 1 FROM information_schema.TABLES p WHERE p.TABLE_SCHEMA = DATABASE()
+                  AND p.TABLE_NAME = CONCAT(LEFT(t.TABLE_NAME, CHAR_LENGTH(t.TABLE_NAME) - 7), 'locking_permissions'))
+ ORDER BY place`;

@@ -30,3 +30,16 @@ export const SELECT_TABLES_PRESENT = `SELECT to_regclass($1) IS NOT NULL AS migr
 
 /** The names recorded in TypeORM's migrations table `table` (an identifier quoted by the caller), in order. */
 export const selectMigrationNames = (table: string): string => `SELECT name FROM ${table} ORDER BY id`;
+
+/**
+ * Every schema of the database that has the core lock tables (`locking`, `locking_log`, `locking_permissions`), and
+ * whether it is the one the `search_path` finds (the default place). Looks across places: never rewritten by
+ * `inLockTables`. Used by the command line to say where the lock tables are when the chosen place has none.
+ */
+export const SELECT_LOCK_PLACES = `SELECT n.nspname AS place,
+    COALESCE(n.oid = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('locking')), false) AS is_default
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relname IN ('locking', 'locking_log', 'locking_permissions') AND c.relkind IN ('r', 'p')
+ GROUP BY n.oid, n.nspname
+HAVING count(*) = 3
+ ORDER BY n.nspname`;
