@@ -285,6 +285,15 @@ describe('nestjs-db-locks usage and connection errors', () => {
     expect(help.stdout).toContain('Exit codes:');
     expect(help.stdout.replace(/\s+/g, ' ')).toContain('in their PostgreSQL, MySQL or MariaDB database');
     expect(help.stdout).toMatch(/^ {2}4 {2}the database driver the URL needs is not installed/m);
+    // The variables the command reads, each with the option it stands for.
+    expect(help.stdout).toMatch(/^Environment variables \(an option given on the command line wins\):$/m);
+    expect(help.stdout).toMatch(/^ {2}DATABASE_URL {7}the database, as --url: postgres:\/\/…, or mysql:\/\/… \/ mariadb:\/\/…/m);
+    expect(help.stdout).toMatch(/^ {2}LOCK_SCHEMA {8}PostgreSQL: the schema of the lock tables, as --schema$/m);
+    expect(help.stdout).toMatch(/^ {2}LOCK_TABLE_PREFIX {2}MySQL\/MariaDB: the prefix of the lock tables, as --table-prefix$/m);
+    const migrate = await runCli(['migrate', '--help']);
+    expect(migrate.stdout.replace(/\s+/g, ' ')).toContain(
+      '--create-here create the lock tables in the chosen place even though another schema or table prefix of the database has them',
+    );
     const version = await runCli(['--version']);
     const { version: expected } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(version).toMatchObject({ code: 0, stdout: `${expected}\n` });
