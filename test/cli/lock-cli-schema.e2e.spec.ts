@@ -123,8 +123,19 @@ for (const dialect of DIALECTS) {
     });
     afterAll(() => db?.drop());
 
-    it('status and migrate --check name the place of the lock tables and its option, and never advise migrate', async () => {
-      for (const args of [['status'], ['status', '--json'], ['jobs'], ['migrate', '--check'], ['migrate', '--check', '--json']]) {
+    it('every command and migrate --check name the place of the lock tables and its option, and never advise migrate', async () => {
+      const commands = [
+        ['status'],
+        ['status', '--json'],
+        ['log'],
+        ['jobs'],
+        ['permits', 'list'],
+        ['permits', 'set', 'ELSEWHERE', 'read', '3'],
+        ['release', '5', '--reason', 'drill'],
+        ['migrate', '--check'],
+        ['migrate', '--check', '--json'],
+      ];
+      for (const args of commands) {
         const run = await runCli(args, env);
         expect({ args, code: run.code }).toEqual({ args, code: 3 });
         expect(run.stdout).toBe(''); // no "11 lock migration(s) pending"
