@@ -16,9 +16,9 @@ export interface GlobalOptions {
   readonly url?: string;
   /** Print JSON only. */
   readonly json?: boolean;
-  /** PostgreSQL: the schema of the lock tables; `LOCK_SCHEMA` when not given. */
+  /** PostgreSQL: the schema of the lock tables; `LOCK_SCHEMA` when neither option is given. */
   readonly schema?: string;
-  /** MySQL/MariaDB: the prefix of the lock tables; `LOCK_TABLE_PREFIX` when not given. */
+  /** MySQL/MariaDB: the prefix of the lock tables; `LOCK_TABLE_PREFIX` when neither option is given. */
   readonly tablePrefix?: string;
 }
 
