@@ -1,14 +1,16 @@
-// docs/testing.md's unit-test setups, run as printed, in applications shaped as Nest 12's `nest new` makes them.
-// Packs the library and makes two applications in a temporary folder from the templates of @nestjs/schematics 12
-// (the package `nest new` renders them from): the default one (an ES module application tested with vitest) and the
-// `--type cjs` one (CommonJS, tested with jest). It installs the tarball and the peers the README's Quick start names
-// into the first (the second shares its node_modules: one install for both), writes the tagged blocks of
-// docs/testing.md's "Unit tests" section into them (a block whose fence reads ```ts src/x.spec.ts is the file
-// src/x.spec.ts; blocks under "### With vitest" or "### With jest" go to that application only, a package.json block
-// is merged into the application's package.json), type-checks the vitest application with `tsc` and runs `npm test`
-// in each. Fails when either runner fails, or when a spec file of the docs did not run.
+// docs/testing.md's unit-test setups and the README's Quick start build, run as printed, in applications made by
+// Nest 12's `nest new`. Packs the library, installs @nestjs/cli 12 in a temporary folder and makes two applications
+// with it: `nest new` (the default: an ES module application tested with vitest) and the same schematic with
+// `--type=cjs` (what `nest new` makes when CommonJS is chosen at its prompt: tested with jest). It installs the tarball
+// and the peers the README's Quick start names into the first (the second shares its node_modules: one install for
+// both), writes the tagged blocks of docs/testing.md's "Unit tests" section into them (a block whose fence reads
+// ```ts src/x.spec.ts is the file src/x.spec.ts; blocks under "### With vitest" or "### With jest" go to that
+// application only, a package.json block is merged into the application's package.json), type-checks the vitest
+// application with `tsc` and runs `npm test` in each. Then the README's Quick start becomes the vitest application's
+// src/main.ts and `npm run build` must make dist/main.js, as the Quick start says. Fails when any step fails, or when a
+// spec file of the docs did not run.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
@@ -57,27 +59,12 @@ function documentedFiles() {
 }
 
 /**
- * Renders a file of @nestjs/schematics' application templates as `nest new my-app` does (strict, no observe).
- * @type {(template: string) => string}
+ * Tooling of `nest new`'s package.json that has nothing to do with running or type-checking tests (@nestjs/cli is
+ * installed once, above the applications): not installed, to save time.
  */
-function render(template) {
-  const text = template
-    .replace(/<% if \(observe\) \{ %>[\s\S]*?<% \} %>/g, '')
-    .replace(/<%= (\w+) %>/g, (_, /** @type {string} */ key) => {
-      /** @type {Record<string, string>} */
-      const values = { name: 'my-app', version: '0.0.1', description: '', author: '', specFileSuffix: 'spec', strict: 'true' };
-      const value = values[key];
-      if (value === undefined) throw new Error(`unknown template value ${key}`);
-      return value;
-    });
-  if (text.includes('<%')) throw new Error(`a template tag was left unrendered:\n${text}`);
-  return text;
-}
-
-/** Tooling of `nest new`'s package.json that has nothing to do with running tests: not installed, to save time. */
 const NOT_NEEDED = new Set([
-  '@nestjs/cli', '@nestjs/mau', '@nestjs/schematics', '@types/express', '@types/supertest', '@vitest/coverage-v8',
-  'oxlint', 'oxlint-tsgolint', 'prettier', 'source-map-support', 'supertest', 'ts-loader', 'tsconfig-paths',
+  '@nestjs/cli', '@nestjs/mau', '@nestjs/schematics', '@vitest/coverage-v8', 'oxlint', 'oxlint-tsgolint', 'prettier',
+  'source-map-support', 'ts-loader', 'tsconfig-paths',
 ]);
 /** The packages of the README's Quick start besides the library, in the versions this repository develops with. */
 const QUICK_START_PEERS = ['@nestjs/schedule', '@nestjs/typeorm', '@nestjs/terminus', 'typeorm', 'pg'];
@@ -86,31 +73,20 @@ const QUICK_START_PEERS = ['@nestjs/schedule', '@nestjs/typeorm', '@nestjs/termi
 /** @typedef {{ scripts?: Record<string, string>, dependencies?: Record<string, string>, devDependencies?: Record<string, string> }} PackageJson */
 
 /**
- * Writes one application from the template folder `files/<kind>` (`ts-esm` or `ts`): its package.json (the listed
- * dependencies only), configuration files and `src/`, then the documented files for its runner.
- * @type {(templates: string, kind: string, dir: string, runner: string, files: DocumentedFile[], extraDependencies: Record<string, string>) => PackageJson}
+ * Completes an application `nest new` made: its package.json keeps the dependencies that tests need and gets the
+ * library's, then the documented files for its runner are written into it.
+ * @type {(dir: string, runner: string, files: DocumentedFile[], extraDependencies: Record<string, string>) => PackageJson}
  */
-function makeApp(templates, kind, dir, runner, files, extraDependencies) {
-  const from = join(templates, kind);
-  mkdirSync(join(dir, 'src'), { recursive: true });
+function completeApp(dir, runner, files, extraDependencies) {
   /** @type {PackageJson} */
-  const pkg = JSON.parse(render(readFileSync(join(from, 'package.json'), 'utf8')));
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
   /** @type {(deps: Record<string, string> | undefined) => Record<string, string>} */
   const keep = (deps) => Object.fromEntries(Object.entries(deps ?? {}).filter(([name]) => !NOT_NEEDED.has(name)));
   pkg.dependencies = { ...keep(pkg.dependencies), ...extraDependencies };
   pkg.devDependencies = keep(pkg.devDependencies);
-  for (const name of readdirSync(from)) {
-    if (name.endsWith('.ts') || name.endsWith('.json')) {
-      if (name !== 'package.json') writeFileSync(join(dir, name), render(readFileSync(join(from, name), 'utf8')));
-    }
-  }
-  for (const name of readdirSync(join(from, 'src'))) {
-    writeFileSync(join(dir, 'src', name.replace('__specFileSuffix__', 'spec')), render(readFileSync(join(from, 'src', name), 'utf8')));
-  }
   for (const file of files.filter((f) => f.runner === runner || f.runner === 'both')) {
     if (file.path === 'package.json') {
-      const fragment = JSON.parse(file.code);
-      pkg.scripts = { ...pkg.scripts, ...fragment.scripts };
+      pkg.scripts = { ...pkg.scripts, ...JSON.parse(file.code).scripts };
       continue;
     }
     mkdirSync(dirname(join(dir, file.path)), { recursive: true });
@@ -120,13 +96,23 @@ function makeApp(templates, kind, dir, runner, files, extraDependencies) {
   return pkg;
 }
 
+/** The README's Quick start application: its first TypeScript block under "## Quick start". */
+function quickStartCode() {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const block = /^```ts\n([\s\S]*?)^```$/m.exec(readme.slice(readme.indexOf('\n## Quick start\n')));
+  if (!block?.[1]) throw new Error('the README has no TypeScript block under "## Quick start"');
+  return block[1];
+}
+
 try {
   const files = documentedFiles();
   const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination', work], root).trim().split('\n').pop() ?? '');
-  // The templates `nest new` renders, from the registry's @nestjs/schematics 12.
-  const schematicsTgz = run('npm', ['pack', '--silent', '--pack-destination', work, '@nestjs/schematics@^12'], work).trim().split('\n').pop() ?? '';
-  run('tar', ['xzf', schematicsTgz], work);
-  const templates = join(work, 'package', 'dist', 'lib', 'application', 'files');
+  // Nest 12's command line in the folder above the applications (npm puts its node_modules/.bin on their PATH too).
+  writeFileSync(join(work, 'package.json'), JSON.stringify({ name: 'tools', private: true }));
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '@nestjs/cli@^12'], work);
+  const bin = join(work, 'node_modules', '.bin');
+  run(join(bin, 'nest'), ['new', 'vitest-app', '--skip-git', '--skip-install', '--package-manager', 'npm', '--no-observe'], work);
+  run(join(bin, 'schematics'), ['@nestjs/schematics:application', '--name=jest-app', '--type=cjs', '--no-dry-run'], work);
 
   const library = {
     'nestjs-db-locks': `file:${tarball}`,
@@ -134,8 +120,8 @@ try {
   };
   const vitestApp = join(work, 'vitest-app');
   const jestApp = join(work, 'jest-app');
-  const esmPkg = makeApp(templates, 'ts-esm', vitestApp, 'vitest', files, library);
-  const cjsPkg = makeApp(templates, 'ts', jestApp, 'jest', files, library);
+  const esmPkg = completeApp(vitestApp, 'vitest', files, library);
+  const cjsPkg = completeApp(jestApp, 'jest', files, library);
   // One install for both: the vitest application's, with the jest application's test tooling added.
   esmPkg.devDependencies = { ...cjsPkg.devDependencies, ...esmPkg.devDependencies };
   writeFileSync(join(vitestApp, 'package.json'), JSON.stringify(esmPkg, null, 2));
@@ -158,6 +144,12 @@ try {
     if (missing.length > 0) throw new Error(`${runner} did not run ${missing.join(', ')}:\n${out}`);
     console.log(`${runner}: ${specs.join(', ')} and nest new's src/app.controller.spec.ts passed`);
   }
+
+  // The Quick start's `npm run build` (nest build) turns its main.ts, as src/main.ts, into dist/main.js.
+  writeFileSync(join(vitestApp, 'src', 'main.ts'), quickStartCode());
+  run('npm', ['run', 'build', '--silent'], vitestApp);
+  if (!existsSync(join(vitestApp, 'dist', 'main.js'))) throw new Error('npm run build made no dist/main.js');
+  console.log("README Quick start: npm run build made dist/main.js in the nest new application");
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
