@@ -74,7 +74,7 @@ describe('README: the Quick start as printed', () => {
   });
 
   it('creates its loans table and repays a loan under its lock', async () => {
-    const repaid = await post(`${base}/loans/1/repayments`, { cents: 2500 });
+    const repaid = await post(`${base}/loans/1/repayments`, { amountCents: 2500 });
     expect(repaid).toMatchObject({ status: 201, body: { id: 1, balance: 97500 } });
     expect(await db.query('SELECT id, balance FROM loans ORDER BY id')).toEqual([
       { id: 1, balance: 97500 },
@@ -91,21 +91,21 @@ describe('README: the Quick start as printed', () => {
     other = await createLockApp(db.url, { appId: 'api-2' });
     const stamp = await other.locks.tryLocks(['loan:1_WRITE']);
     expect(stamp).toBeGreaterThan(0);
-    const refused = await post(`${base}/loans/1/repayments`, { cents: 100 });
+    const refused = await post(`${base}/loans/1/repayments`, { amountCents: 100 });
     expect(refused.status).toBe(423);
     expect(refused.headers.get('retry-after')).toBe('1');
-    expect((await post(`${base}/loans/2/repayments`, { cents: 100 })).status).toBe(201);
+    expect((await post(`${base}/loans/2/repayments`, { amountCents: 100 })).status).toBe(201);
     await other.locks.releaseLocks(stamp);
-    expect(await post(`${base}/loans/1/repayments`, { cents: 100 })).toMatchObject({
+    expect(await post(`${base}/loans/1/repayments`, { amountCents: 100 })).toMatchObject({
       status: 201,
       body: { balance: 97400 },
     });
   });
 
   it('answers 400 to an id the pipe refuses, taking no lock, and 404 to an unknown loan', async () => {
-    expect((await post(`${base}/loans/abc/repayments`, { cents: 1 })).status).toBe(400);
-    expect((await post(`${base}/loans/1/repayments`, { cents: 'x' })).status).toBe(400);
-    expect((await post(`${base}/loans/9/repayments`, { cents: 1 })).status).toBe(404);
+    expect((await post(`${base}/loans/abc/repayments`, { amountCents: 1 })).status).toBe(400);
+    expect((await post(`${base}/loans/1/repayments`, { amountCents: 'x' })).status).toBe(400);
+    expect((await post(`${base}/loans/9/repayments`, { amountCents: 1 })).status).toBe(404);
     expect(await db.query('SELECT * FROM locking')).toEqual([]);
   });
 

@@ -79,6 +79,67 @@ if (!chromiumAvailable) {
     ]);
   });
 
+  it('shows the force-release form only once a grant is chosen, and refuses an incomplete form without a request', async () => {
+    // What a person sees at load: the permits form, but not the force-release form (whose flex layout once beat `hidden`).
+    const form = page.locator('#release-form');
+    expect(await page.locator('#permits-form').isVisible()).toBe(true);
+    expect(await form.isVisible()).toBe(false);
+    expect(await form.boundingBox()).toBeNull();
+    expect(await form.evaluate((element) => element.ownerDocument.defaultView?.getComputedStyle(element).display)).toBe('none');
+    expect(await page.getByRole('button', { name: 'Release with this reason' }).isVisible()).toBe(false);
+
+    const releases: string[] = [];
+    const onRequest = (request: { url(): string }) => {
+      if (request.url().includes('/release')) releases.push(request.url());
+    };
+    page.on('request', onRequest);
+    try {
+      // Shown anyway (as the broken stylesheet did) and submitted with no grant chosen: the page says so, sends nothing.
+      await form.evaluate((element) => element.removeAttribute('hidden'));
+      await page.getByRole('button', { name: 'Release with this reason' }).click();
+      const status = page.locator('#release-status.error', { hasText: 'choose a grant first' });
+      await status.waitFor({ timeout: 3000 });
+      expect(await status.isVisible()).toBe(true);
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      expect(await form.isVisible()).toBe(false);
+
+      // Opened from a grant's button: visible, with that stamp; an empty reason is refused in the page.
+      const holding = await createLockApp(db.url, { appId: 'console-form' });
+      try {
+        const stamp = await holding.locks.tryLocks(['FORM_WRITE']);
+        const button = page.locator(`#grants-body tr[data-stamp="${stamp}"] button[data-release]`);
+        await button.waitFor({ timeout: 3000 });
+        await button.click();
+        expect(await form.isVisible()).toBe(true);
+        expect(await page.locator('#release-stamp').textContent()).toBe(String(stamp));
+        await page.locator('#release-reason').fill('   ');
+        await page.getByRole('button', { name: 'Release with this reason' }).click();
+        const refused = page.locator('#release-status.error', { hasText: 'reason is required' });
+        await refused.waitFor({ timeout: 3000 });
+        expect(await refused.isVisible()).toBe(true);
+        expect(await form.isVisible()).toBe(true); // still open for the reason
+        await page.getByRole('button', { name: 'Cancel' }).click();
+        expect(await form.isVisible()).toBe(false);
+        expect((await holding.locks.getGrants()).map((grant) => grant.stamp)).toContain(stamp); // not freed
+        await holding.locks.releaseLocks(stamp);
+      } finally {
+        await holding.close();
+      }
+      // A request would have been seen by now: the two refusals above came from the page.
+      await page.evaluate(() => fetch('/api/state').then((response) => response.text()));
+      expect(releases).toEqual([]);
+    } finally {
+      page.off('request', onRequest);
+    }
+    await page.locator('#release-status').evaluate((element) => (element.textContent = ''));
+
+    // The endpoint itself answers an empty or bad stamp with a 400 that says what is wrong, not "Cannot POST".
+    const empty = await call<{ message: string }>(`${app.baseUrl}/api/grants//release`, { reason: 'r' });
+    expect(empty).toMatchObject({ status: 400, body: { message: expect.stringContaining('stamp is required') } });
+    const bad = await call<{ message: string }>(`${app.baseUrl}/api/grants/x1/release`, { reason: 'r' });
+    expect(bad).toMatchObject({ status: 400, body: { message: expect.stringContaining('stamp must be a positive integer') } });
+  });
+
   it('shows a grant appear while a job runs, live, and the log entry after', async () => {
     await page.getByRole('button', { name: 'Run WS1 rebuild now' }).click();
     const ws1 = page.locator('#grants-body tr[data-lock="WS1:write"]');
@@ -146,27 +207,25 @@ if (!chromiumAvailable) {
     await grant.first().waitFor({ timeout: 3000 });
     expect(await grant.count()).toBe(2); // one row per lock, one button per grant
     await grant.locator('button[data-release]').click();
+    expect(await page.locator('#release-form').isVisible()).toBe(true);
     expect(await page.locator('#release-stamp').textContent()).toBe(String(stamp));
-
-    await page.getByRole('button', { name: 'Release with this reason' }).click(); // no reason yet: refused
-    await page.locator('#release-status.error', { hasText: 'reason is required' }).waitFor({ timeout: 3000 });
     expect(signal.aborted).toBe(false);
 
     await page.locator('#release-reason').fill('stuck in the browser test');
     await page.getByRole('button', { name: 'Release with this reason' }).click();
     await page.locator('#release-status.ok', { hasText: `released stamp ${stamp} of console-holder` }).waitFor({ timeout: 3000 });
     await grant.first().waitFor({ state: 'detached', timeout: 3000 });
+    expect(await page.locator('#release-form').isVisible()).toBe(false); // closed once done
     const logged = page.locator(`#log-body tr[data-stamp="${stamp}"] td`);
     await logged.nth(3).filter({ hasText: 'FORCED' }).waitFor({ timeout: 3000 });
     expect(await logged.nth(7).textContent()).toMatch(/: stuck in the browser test$/);
     await until(() => signal.aborted, 5000);
     expect(signal.reason).toBeInstanceOf(LockLostError);
 
-    // The endpoint itself: 404 for a grant no longer live, 400 without a reason or with a bad stamp.
+    // The endpoint itself: 404 for a grant no longer live, 400 without a reason.
     const again = await call<{ message: string }>(`${app.baseUrl}/api/grants/${stamp}/release`, { reason: 'again' });
     expect(again.status).toBe(404);
     expect((await call(`${app.baseUrl}/api/grants/${stamp}/release`, {})).status).toBe(400);
-    expect((await call(`${app.baseUrl}/api/grants/x1/release`, { reason: 'r' })).status).toBe(400);
   });
 
   it('lists a waiter while tryLocks waits, and drops it once it holds the locks', async () => {

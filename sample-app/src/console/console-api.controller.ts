@@ -25,7 +25,7 @@ import {
 } from 'nestjs-db-locks';
 import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
 import { type ConsoleState, ConsoleStateService, type PermitsView } from './console-state.service.js';
-import { parseForceReleaseInput } from './force-release-input.util.js';
+import { parseForceReleaseInput, parseForceReleaseStamp } from './force-release-input.util.js';
 import { parsePermitsInput } from './permits-input.util.js';
 
 /** The lock console's JSON API (documented in `sample-app/README.md`). */
@@ -64,11 +64,14 @@ export class ConsoleApiController {
 
   /**
    * Frees the grant `stamp` of any instance (`{ "reason": "…" }`, required): the log records it as `FORCED`, with
-   * this instance as the one who forced it and the reason. 400 without a reason, 404 when no live grant has the stamp.
+   * this instance as the one who forced it and the reason. 400 without a reason or without a valid stamp (the path
+   * `/api/grants//release` included: the stamp is optional in the route so that its absence is answered, not
+   * "Cannot POST"), 404 when no live grant has the stamp.
    */
-  @Post('grants/:stamp/release')
+  @Post('grants/{:stamp}/release')
   @HttpCode(200)
-  async forceRelease(@Param('stamp', ParseIntPipe) stamp: number, @Body() body: unknown): Promise<ForcedRelease> {
+  async forceRelease(@Param('stamp') rawStamp: string | undefined, @Body() body: unknown): Promise<ForcedRelease> {
+    const stamp = parseForceReleaseStamp(rawStamp);
     const { reason } = parseForceReleaseInput(body);
     try {
       const released = await this.admin.forceRelease(stamp, reason);

@@ -36,6 +36,7 @@ const STYLE = `
   .pending { color: #8a5a00; font-style: italic; }
   #permits-body tr { cursor: pointer; } #permits-body tr:hover { background: #f7f8fa; }
   form, .jobs { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; margin-top: 8px; }
+  [hidden] { display: none !important; } /* an element's own display (the forms' flex) must not show it */
   input, select, button { font: inherit; padding: 3px 6px; }
   .ok { color: #1b6e3c; } .error { color: #b3261e; }
   code { background: #f1f3f6; padding: 0 3px; }

@@ -169,7 +169,14 @@ export const CONSOLE_SCRIPT = String.raw`
   byId('release-form').addEventListener('submit', function (event) {
     event.preventDefault();
     var stamp = byId('release-stamp').textContent;
-    var reason = byId('release-reason').value;
+    var reason = byId('release-reason').value.trim();
+    // Checked here too, so that an incomplete form sends nothing; the server checks both again.
+    if (!/^[1-9][0-9]*$/.test(stamp)) {
+      say('release-status', 'choose a grant first: press "Force release\u2026" on its row', false); return;
+    }
+    if (!reason) {
+      say('release-status', 'reason is required: say why the grant is freed', false); byId('release-reason').focus(); return;
+    }
     post('/api/grants/' + encodeURIComponent(stamp) + '/release', { reason: reason }).then(function (r) {
       if (r.status !== 200) { say('release-status', 'refused: ' + r.json.message, false); return; }
       byId('release-form').hidden = true;

@@ -18,3 +18,18 @@ export function parseForceReleaseInput(body: unknown): ForceReleaseInput {
   }
   return { reason: reason.trim() };
 }
+
+/**
+ * Checks the stamp of `POST /api/grants/:stamp/release` (absent when the path is `/api/grants//release`): a positive
+ * integer, as `GET /api/grants` lists them.
+ * @throws BadRequestException
+ */
+export function parseForceReleaseStamp(stamp: string | undefined): number {
+  if (stamp === undefined || stamp.trim() === '') {
+    throw new BadRequestException('stamp is required: POST /api/grants/<stamp>/release, with a stamp from GET /api/grants');
+  }
+  if (!/^[1-9][0-9]*$/.test(stamp) || !Number.isSafeInteger(Number(stamp))) {
+    throw new BadRequestException(`stamp must be a positive integer (a stamp from GET /api/grants), not "${stamp}"`);
+  }
+  return Number(stamp);
+}
