@@ -1,8 +1,9 @@
-import { LockAdminService } from 'nestjs-db-locks';
+import { Test } from '@nestjs/testing';
+import { InMemoryLockDatabase, LockAdminService, LockService, LockTestingModule } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIALECTS } from '../support/dialects.js';
 import { startHolder } from '../support/holder-process.js';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { createLockApp, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -61,5 +62,36 @@ for (const dialect of DIALECTS) dialect.describe(`instance rows of app ids long 
     await sleep(800);
     await patient.close();
     expect(await instances()).toEqual(['web-keeper', 'web-live', 'web-old', 'web-patient']);
+  }, 60_000);
+});
+
+describe('instance rows of app ids long gone, on the in-memory store', () => {
+  it('retires the rows of gone app ids past instanceRetentionMs; keeps a live instance and a dead one that has grants', async () => {
+    const database = new InMemoryLockDatabase();
+    const start = async (options: TestLockOptions): Promise<LockApp> => {
+      const moduleRef = await Test.createTestingModule({ imports: [LockTestingModule.forRoot({ ...options, database })] }).compile();
+      moduleRef.useLogger(false);
+      const app = await moduleRef.init();
+      return { app, locks: app.get(LockService), close: () => app.close() };
+    };
+    const hourAgo = Date.now() - 3_600_000;
+    for (const appId of GONE) database.instances.set(appId, { instance: `${appId}:1`, processKey: null, claimed: hourAgo });
+    // A dead instance (nobody holds its app id) whose grant is still there.
+    database.instances.set('mem-gone-holding', { instance: 'mem-gone-holding:1', processKey: null, claimed: hourAgo });
+    database.locks.push({ name: 'MEM_HELD', mode: 'W', appId: 'mem-gone-holding', stamp: 999_999 });
+    const live = await start({ appId: 'mem-live', instanceRetentionMs: 1000, reaperIntervalMs: 100 });
+    try {
+      database.instances.get('mem-live')!.claimed = hourAgo;
+      const rows = () => [...database.instances.keys()].sort();
+      await until(async () => database.instances.size === 2, 20_000);
+      expect(rows()).toEqual(['mem-gone-holding', 'mem-live']);
+      await sleep(500);
+      expect(rows()).toEqual(['mem-gone-holding', 'mem-live']);
+      database.locks.splice(database.locks.findIndex((lock) => lock.stamp === 999_999), 1);
+      await until(async () => database.instances.size === 1, 20_000);
+      expect(rows()).toEqual(['mem-live']);
+    } finally {
+      await live.close();
+    }
   }, 60_000);
 });
