@@ -1,5 +1,5 @@
 import { Test } from '@nestjs/testing';
-import { InMemoryLockDatabase, LockAdminService, LockService, LockTestingModule } from 'nestjs-db-locks';
+import { InMemoryLockDatabase, LockAdminService, LockConfigurationError, LockService, LockTestingModule } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIALECTS } from '../support/dialects.js';
 import { startHolder } from '../support/holder-process.js';
@@ -94,4 +94,16 @@ describe('instance rows of app ids long gone, on the in-memory store', () => {
       await live.close();
     }
   }, 60_000);
+});
+
+describe('instanceRetentionMs', () => {
+  it.each([-1, 1.5, '7d'])('refuses %j at start-up, naming the option', async (value) => {
+    const options = { appId: 'x', instanceRetentionMs: value, database: new InMemoryLockDatabase() } as never;
+    const starting = Test.createTestingModule({ imports: [LockTestingModule.forRoot(options)] })
+      .compile()
+      .then((moduleRef) => moduleRef.init());
+    const error = await starting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockConfigurationError);
+    expect((error as Error).message).toMatch(/instanceRetentionMs/);
+  });
 });
