@@ -13,6 +13,7 @@ export class InvalidLockSpecError extends LockError {
     /** Why it was refused. */
     readonly reason: string,
   ) {
-    super(`Invalid lock spec ${describeValue(spec)}: ${reason}`);
+    // The reason gives the size that matters in its unit (a name's bytes): the cut spec shows no count of its own.
+    super(`Invalid lock spec ${describeValue(spec, false)}: ${reason}`);
   }
 }

@@ -25,8 +25,8 @@ interface DecoratedMethod {
  * transaction names a DataSource the application does not register or when a method cannot return a Promise or an
  * Observable (`returnTypeProblem`); declares each scheduled job under its identity (refusing a duplicate or a name
  * the history cannot hold) and registers its schedule in the run history. It never replaces a method; it patches this
- * application's `ScheduleExplorer` so that a tick is known as the schedule's own invocation (see
- * `markScheduleInvocations`).
+ * application's `ScheduleExplorer` so that a tick is known as the schedule's own invocation and a scheduled method
+ * refused a lock because the application stops ends with one debug line, not an error (see `markScheduleInvocations`).
  * @internal
  */
 @Injectable()
@@ -71,8 +71,9 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
       }
       if (decorated) LockServiceHost.bind(instance, this.service);
     }
-    // Before the timers are mounted (at bootstrap): every job the schedule registers runs as its own invocation.
-    if (this.jobs.length > 0) markScheduleInvocations(this.discovery);
+    // Before the timers are mounted (at bootstrap): every job the schedule registers runs as its own invocation, and
+    // any scheduled method refused a lock at shutdown ends quietly (required only when there are @WithLocks jobs).
+    markScheduleInvocations(this.discovery, this.jobs.length > 0);
   }
 
   /** Logs the decorated methods, checks their permits and DataSources, and registers the scheduled jobs' schedules. */

@@ -59,6 +59,11 @@ export interface LockLostResponseBody {
   readonly message: string;
   /** The stamp of the lost grant. */
   readonly stamp: number;
+  /**
+   * Why it was lost, from the lock log when the database said so: e.g. `'its lease ended without a renewal and a
+   * reaper freed it'`, `'its release was forced by alice: stuck since 03:00'`.
+   */
+  readonly reason: string;
 }
 
 /** The JSON body of a 400 response: the lock names derived from the request are not valid. @publicApi */
@@ -123,7 +128,13 @@ function toHttpException(error: unknown, header: (name: string, value: string) =
     return new HttpException(body, LOCKED, { cause: error });
   }
   if (error instanceof LockLostError) {
-    const body: LockLostResponseBody = { statusCode: CONFLICT, error: 'Conflict', message: error.message, stamp: error.stamp };
+    const body: LockLostResponseBody = {
+      statusCode: CONFLICT,
+      error: 'Conflict',
+      message: error.message,
+      stamp: error.stamp,
+      reason: error.reason,
+    };
     return new HttpException(body, CONFLICT, { cause: error });
   }
   if (error instanceof InvalidLockSpecError) {

@@ -5,7 +5,8 @@
  * - `'failed'`: the method threw (`error` names the error's class);
  * - `'lock-lost'`: the grant was lost while the method ran (`LockLostError`, or the release found it gone);
  * - `'abandoned'`: started, and its replica died or lost its grant before recording an end (reaped, or freed at its
- *   restart);
+ *   restart), or the method was refused a lock because its replica was shutting down (`LockShutdownError`: not a
+ *   failure, logged as one debug line);
  * - `'skipped'`: no replica ran the tick: every replica that came to it found the job busy (`skippedBusy`).
  * @publicApi
  */

@@ -168,6 +168,14 @@ export interface LockModuleOptions {
    * @default { enabled: true, lockNameAttribute: the name up to its first ':' }
    */
   telemetry?: LockTelemetryOptions;
+  /**
+   * Rows of `locking_instances` (one per `appId` ever started: with pod names as `appId`, every deploy adds some) are
+   * retired by the reaper task of every instance once their instance is gone (nobody holds its app id), has no
+   * grant and no waiter left, and was last started longer ago than this; `0` keeps them. A retired row only meant
+   * that a restart of that `appId` on the same machine could free its grants at once, and it has none left.
+   * @default 604800000 (7 days)
+   */
+  instanceRetentionMs?: number;
 }
 
 /**

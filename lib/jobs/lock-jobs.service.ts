@@ -6,13 +6,7 @@ import {
   type OnModuleDestroy,
   type OnModuleInit,
 } from '@nestjs/common';
-import {
-  IllegalMonitorStateError,
-  LockNotAcquiredError,
-  LockShutdownError,
-  LockStoreError,
-  LockTablesMissingError,
-} from '../errors/index.js';
+import { IllegalMonitorStateError, LockNotAcquiredError, LockStoreError, LockTablesMissingError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { PRUNE_BATCH_ROWS } from '../services/lock-reaper.service.js';
 import { LockService } from '../services/lock.service.js';
@@ -25,6 +19,7 @@ import { JobRunEndsWriter } from './job-run-ends.writer.js';
 import { isLockLost, messageOf, nameOf, perReplicaWaitMs } from './job-run.util.js';
 import { JobSkewWarner } from './job-skew.warner.js';
 import { JobSuccessAges } from './job-success.ages.js';
+import { isShutdownRefusal } from './shutdown-refusal.util.js';
 import { bindJobRunner } from './job-runner.host.js';
 import { planTick, runsPerReplica, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
@@ -116,8 +111,9 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   /**
    * Runs one tick of `job`: the method runs (through `call`) only if this replica takes the job's locks and then wins
    * the tick's claim. `firedAt` is this replica's clock when the schedule invoked the job: it names a cron tick.
-   * Resolves with the method's result, or undefined when the tick is skipped; rejects with the method's own error
-   * (the schedule module logs it), never with a shutdown.
+   * Resolves with the method's result, or undefined when the tick is skipped or cut short by the shutdown (a lock the
+   * method asked for refused with `LockShutdownError`: one debug line, no end recorded, so the history shows the run
+   * `abandoned`); rejects with the method's own error (the schedule module logs it), never with a shutdown.
    */
   runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
     if (this.closing) {
@@ -175,6 +171,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     let stamp = 0;
     let end: RunEnd | undefined;
     let endedAt = 0;
+    /** The claimed run was refused a lock because the application is stopping: no end is recorded (abandoned). */
+    let cutShort = false;
     const run = async (): Promise<unknown> => {
       stamp = this.service.currentLock()?.stamp ?? 0;
       try {
@@ -194,14 +192,17 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         end = { outcome: 'succeeded', error: null, durationMs: performance.now() - startedAt };
         return value;
       } catch (error) {
+        // Not a failure of the job: the replica stops. The row stays `running`, and reads as `abandoned` once the
+        // grant is released, as a run whose replica went away does.
+        cutShort = isShutdownRefusal(error);
         const outcome = isLockLost(error) ? 'lock-lost' : 'failed';
         end = { outcome, error: nameOf(error), durationMs: performance.now() - startedAt };
         throw error;
       } finally {
         endedAt = performance.now();
         // Recorded while the grant is still held: the row is never seen `running` with its grant gone, unless the
-        // replica died (abandoned) or the database was away (then written late).
-        await this.recordEnd(plan, claim, stamp, end!, endedAt);
+        // replica died or stopped (abandoned) or the database was away (then written late).
+        if (!cutShort) await this.recordEnd(plan, claim, stamp, end!, endedAt);
       }
     };
     let result: unknown;
@@ -215,8 +216,14 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       });
     } catch (error) {
       if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
-      if (error instanceof LockShutdownError) {
-        this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
+      if (isShutdownRefusal(error)) {
+        // One debug line, whether the job's own locks or a lock the method asked for were refused: not an error.
+        if (cutShort && claim !== undefined) {
+          this.logger.debug(
+            `${job.label} tick ${new Date(claim.tick).toISOString()} ended early: a lock it asked for was refused because ` +
+              'the application is shutting down (its history shows the run abandoned)',
+          );
+        } else this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
         return undefined;
       }
       if (claim?.result === 'claimed' && end?.outcome === 'succeeded' && error instanceof IllegalMonitorStateError) {

@@ -112,7 +112,9 @@ async function commit(runner: QueryRunner): Promise<void> {
  */
 function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
   const lost = stamps.find((stamp) => !holder.isHeld(stamp));
-  if (lost !== undefined) throw new LockLostError(lost, 'its lease ended on this process before the commit');
+  if (lost !== undefined) {
+    throw new LockLostError(lost, holder.lossReason(lost) ?? 'its lease ended on this process before the commit');
+  }
 }
 
 /** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). */

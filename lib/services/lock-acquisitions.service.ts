@@ -156,8 +156,9 @@ export class LockAcquisitions {
       throw trace.failed(error);
     }
     if (!found) {
-      this.leases.lose(stamp, 'releaseLocks found it gone');
-      throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId));
+      const reason = await this.leases.goneReason(stamp);
+      this.leases.lose(stamp, `releaseLocks found it gone: ${reason}`);
+      throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId, reason));
     }
     this.leases.forget(stamp);
     this.released++;

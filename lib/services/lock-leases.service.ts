@@ -1,4 +1,4 @@
-import { shortText } from '../errors/error-value.util.js';
+import { grantEndReason } from '../errors/grant-end.util.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
@@ -11,6 +11,12 @@ import { LockReleaseRetries } from './lock-release-retries.js';
 
 /** The key of a stamp's release in `LockLeases.retries`. */
 const releaseKey = (stamp: number) => `release:${stamp}`;
+
+/** How long the log row of a grant found gone is waited for, to say why in the error (a generic reason after). */
+const GONE_REASON_WAIT_MS = 1000;
+
+/** How many lost grants' reasons are remembered (for the fence's error), the oldest forgotten first. */
+const LOSS_REASONS_KEPT = 256;
 
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
 const WALL_CLOCK_SLACK_MS = 100;
@@ -40,6 +46,8 @@ export class LockLeases {
   private watchdogAt = Infinity;
   /** When the first of the renewals failing since the last success was sent (monotonic clock); none failing: undefined. */
   private failingSince?: number;
+  /** Why recently lost grants were lost, by stamp (bounded: `LOSS_REASONS_KEPT`). */
+  private readonly lossReasons = new Map<number, string>();
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -165,8 +173,15 @@ export class LockLeases {
       return;
     }
     this.telemetry.lost(stamp);
+    this.lossReasons.set(stamp, reason);
+    if (this.lossReasons.size > LOSS_REASONS_KEPT) this.lossReasons.delete(this.lossReasons.keys().next().value!);
     this.logger.error(`Locks of stamp ${stamp} lost: ${reason}`);
     grant.controller?.abort(new LockLostError(stamp, reason));
+  }
+
+  /** Why this process found `stamp` lost (the reason its signal fired with), while it remembers. */
+  lossReason(stamp: number): string | undefined {
+    return this.lossReasons.get(stamp);
   }
 
   /** Marks every grant lost (recovery ran, or the instance lost its app id). */
@@ -218,21 +233,23 @@ export class LockLeases {
     });
   }
 
-  /** Why a grant a renewal no longer found is gone, from its log row (a generic reason when it cannot be read). */
-  private async goneReason(stamp: number): Promise<string> {
-    const entry = await this.store.logEntry(stamp).catch(() => undefined);
-    switch (entry?.status) {
-      case 'FORCED':
-        return `its release was forced by ${entry.endedBy ?? 'an admin'}: ${shortText(entry.endReason ?? 'no reason given')}`;
-      case 'REAPED':
-        return 'its lease ended without a renewal and a reaper freed it';
-      case 'RECOVERED':
-        return 'it was recovered: an instance with this appId freed its previous grants at start-up';
-      case 'RELEASED':
-        return 'it was released by another release of this stamp';
-      default:
-        return 'it was reaped or recovered, or its lease ended';
-    }
+  /**
+   * Why `stamp`, which a statement (a renewal, a release, business done) no longer found live, is gone: read from its
+   * log row (see `grantEndReason`); a generic reason when the row cannot be read.
+   */
+  async goneReason(stamp: number): Promise<string> {
+    let timer: NodeJS.Timeout | undefined;
+    // Bounded: business done asks from inside a transaction, which may hold the pool's last connection.
+    const entry = await Promise.race([
+      this.store.logEntry(stamp).catch(() => null),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), GONE_REASON_WAIT_MS);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
+    if (entry === null) return 'it was reaped, recovered, released or forced, or its lease ended (the lock log could not be read)';
+    return grantEndReason(entry, this.options.appId);
   }
 
   /** The renewal tick's backstop: makes every failed release (and waiter clean-up) again now. */

@@ -13,6 +13,8 @@ export interface LockHolder {
   releaseLocks(stamp: number): Promise<void>;
   /** Whether the grant is still held (not released, not lost). */
   isHeld(stamp: number): boolean;
+  /** Why this process found the grant lost, while it remembers (the reason its signal fired with). */
+  lossReason(stamp: number): string | undefined;
   /** Which of `locks` are not available now (for the log line of a skipped call). */
   busyLocks(locks: readonly LockRequest[]): Promise<BusyLock[]>;
   /** The DataSource of a fenced transaction: the module's, or the one registered under `name`. */

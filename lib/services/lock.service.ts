@@ -60,6 +60,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     tryLocks: (locks, options) => this.tryLocks(locks, options),
     releaseLocks: (stamp) => this.releaseLocks(stamp),
     isHeld: (stamp) => this.leases.isHeld(stamp),
+    lossReason: (stamp) => this.leases.lossReason(stamp),
     busyLocks: (locks) => this.store.busyLocks(locks),
     dataSource: (name) => this.dataSources.get(name),
     fence: async (stamps, manager) => {
@@ -224,8 +225,9 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     assertStamp(stamp);
     assertInTransaction(manager);
     if (!(await this.store.markBusinessDone(stamp, manager))) {
-      this.leases.lose(stamp, 'markBusinessDone found it reaped, released or expired');
-      throw new LockLostError(stamp, 'the grant was reaped, released or its lease expired');
+      const reason = await this.leases.goneReason(stamp);
+      this.leases.lose(stamp, `markBusinessDone found it gone: ${reason}`);
+      throw new LockLostError(stamp, reason);
     }
   }
 

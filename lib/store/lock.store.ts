@@ -83,6 +83,12 @@ export abstract class LockStore {
   abstract reap(): Promise<number[]>;
   /** Deletes up to `limit` ended log rows older than the retention (rows another instance is deleting are skipped); returns how many. */
   abstract pruneLog(limit: number): Promise<number>;
+  /**
+   * Deletes up to `limit` rows of `locking_instances` whose instance is gone (its app id's instance lock not held),
+   * with no grant and no waiter, recorded longer than `instanceRetentionMs` ago (each checked again as it is deleted);
+   * returns how many.
+   */
+  abstract retireInstances(limit: number): Promise<number>;
   /** ACQUIRED → BUSINESS_DONE inside the caller's transaction; false when the grant is gone or expired. */
   abstract markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean>;
   /** Opens the instance session and takes the instance lock on this app id; undefined when a live twin holds it. */

@@ -22,7 +22,7 @@ export function lockNameProblem(name: unknown): string | undefined {
   if (LONE_SURROGATE.test(name)) return 'a lock name must be well-formed Unicode (it has a lone surrogate)';
   const bytes = Buffer.byteLength(name, 'utf8');
   if (bytes > MAX_LOCK_NAME_BYTES) {
-    return `a lock name is at most ${MAX_LOCK_NAME_BYTES} bytes of UTF-8 (this one has ${bytes})`;
+    return `a lock name is at most ${MAX_LOCK_NAME_BYTES} bytes of UTF-8 (this one has ${bytes} bytes)`;
   }
   if (CONTROL_CHARACTER.test(name)) return 'a lock name has no control characters (newline, tab, NUL, …)';
   if (name.endsWith(' ')) return 'a lock name does not end with a space';

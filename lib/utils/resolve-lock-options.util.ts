@@ -32,6 +32,7 @@ export interface ResolvedLockOptions {
   readonly telemetry: Required<LockTelemetryOptions>;
   /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
   readonly tables: LockTables;
+  readonly instanceRetentionMs: number;
 }
 
 /** Every key of `LockModuleOptions`: a key added to the interface and not here fails to compile. */
@@ -46,6 +47,7 @@ const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
   reaperIntervalMs: true,
   maxHoldMs: true,
   logRetentionMs: true,
+  instanceRetentionMs: true,
   reaperBatchSize: true,
   waitRecheckMs: true,
   queryTimeoutMs: true,
@@ -145,6 +147,13 @@ export function resolveLockOptions(
     pooler: poolerOption(options.pooler),
     telemetry: telemetryOptions(options.telemetry),
     tables,
+    instanceRetentionMs: integerOption(
+      'instanceRetentionMs',
+      options.instanceRetentionMs,
+      7 * 24 * 3_600_000,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    ),
   };
 }
 

@@ -1,5 +1,6 @@
 import { Injectable, Logger, type LoggerService } from '@nestjs/common';
-import { IllegalMonitorStateError, LockAdminService, LockService, WithLocks } from 'nestjs-db-locks';
+import { IllegalMonitorStateError, LockAdminService, LockLostError, LockService, WithLocks } from 'nestjs-db-locks';
+import { DataSource } from 'typeorm';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { DIALECTS } from '../support/dialects.js';
@@ -57,5 +58,36 @@ for (const dialect of DIALECTS) dialect.describe(`messages that say what happene
       Logger.overrideLogger(false);
     }
     expect(errors).toEqual([`Locks of stamp ${rebuild.stamp} lost: its release was forced by forcer-1: stuck since 03:00`]);
+  });
+
+  it('a release or business done that finds the grant gone names the cause from the lock log (issue 38)', async () => {
+    const gone = (stamp: number, why: string) => `No locks held by app "messages" under stamp ${stamp}: ${why}`;
+    const forced = await app.locks.tryLocks(['WHY_WRITE']);
+    await admin.forceRelease(forced, 'deploy cleanup');
+    const byForcer = 'its release was forced by forcer-1: deploy cleanup';
+    // Released again after the forced release (as often as asked): forced, by whom and why, not "already released".
+    for (let i = 0; i < 2; i++) {
+      const error = await app.locks.releaseLocks(forced).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(IllegalMonitorStateError);
+      expect(error).toMatchObject({ message: gone(forced, byForcer), reason: byForcer, stamp: forced });
+    }
+    // Business done after it: the LockLostError (the HTTP 409's message) names the forced release too.
+    const dataSource = app.app.get(DataSource);
+    const lost = await dataSource.transaction((manager) => app.locks.markBusinessDone(forced, manager)).catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(LockLostError);
+    expect(lost).toMatchObject({ reason: byForcer, message: `The locks of stamp ${forced} are lost: ${byForcer}` });
+
+    const released = await app.locks.tryLocks(['WHY_WRITE']);
+    await app.locks.releaseLocks(released);
+    await expect(app.locks.releaseLocks(released)).rejects.toThrow(gone(released, 'it was already released'));
+    const notReleased = await dataSource.transaction((manager) => app.locks.markBusinessDone(released, manager)).catch((e: unknown) => e);
+    expect(notReleased).toMatchObject({ reason: 'it was already released' });
+
+    const foreign = await forcer.locks.tryLocks(['WHY_OTHER_WRITE']);
+    await expect(app.locks.releaseLocks(foreign)).rejects.toThrow(gone(foreign, 'it is a grant of app "forcer", not of this one'));
+    await forcer.locks.releaseLocks(foreign);
+    await expect(app.locks.releaseLocks(foreign + 1000)).rejects.toThrow(
+      gone(foreign + 1000, 'no grant has this stamp in the lock log (unknown, or its log row was pruned)'),
+    );
   });
 });

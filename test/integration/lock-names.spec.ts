@@ -114,7 +114,14 @@ for (const dialect of DIALECTS) dialect.describe(`any string as a lock name on $
       expect((error as Error).message.length).toBeLessThan(250);
       await expect(one.locks.setLockPermits(name, 'write', 2)).rejects.toThrow(InvalidLockSpecError);
     }
-    await expect(one.locks.tryLocks([`${ONE_BYTE_MORE}_WRITE`])).rejects.toThrow(/at most 200 bytes of UTF-8 \(this one has 201\)/);
+    // The size is the name's, in the limit's unit: no count of the cut spec's characters beside it (issue 38).
+    const ascii = 'a'.repeat(201);
+    await expect(one.locks.tryLocks([`${ascii}_WRITE`])).rejects.toThrow(
+      `Invalid lock spec "${'a'.repeat(79)}…: a lock name is at most 200 bytes of UTF-8 (this one has 201 bytes)`,
+    );
+    const spec = (await one.locks.tryLocks([`${ONE_BYTE_MORE}_WRITE`]).catch((e: unknown) => e)) as Error;
+    expect(spec.message).toMatch(/…: a lock name is at most 200 bytes of UTF-8 \(this one has 201 bytes\)$/);
+    expect(spec.message).not.toMatch(/characters/);
     expect(await tableSnapshot(db)).toEqual(before);
   });
 
@@ -137,7 +144,8 @@ for (const dialect of DIALECTS) dialect.describe(`any string as a lock name on $
     const tooLong = await fetch(`${api.baseUrl}/users/${encodeURIComponent(`${fits}y`)}/lock`, { method: 'POST' });
     expect(tooLong.status).toBe(400);
     const body = (await tooLong.json()) as { message: string };
-    expect(body.message).toMatch(/this one has 201/);
+    expect(body.message).toMatch(/this one has 201 bytes\)$/);
+    expect(body.message).not.toMatch(/characters/);
     expect(body.message).not.toContain(fits);
     expect(await tableSnapshot(db)).toEqual(before);
   });

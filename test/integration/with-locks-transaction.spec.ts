@@ -253,7 +253,7 @@ for (const d of DIALECTS) d.describe(`@WithLocks({ transaction }): fenced busine
     expect(() => app.locks.currentManager()).toThrow(NoFencedTransactionError);
   });
 
-  it('over HTTP: committed is 201; a lost grant is 409 naming the stamp, with nothing written', async () => {
+  it('over HTTP: committed is 201; a lost grant is 409 naming the stamp and the cause, with nothing written', async () => {
     const ok = await fetch(`${app.baseUrl}/loans/5/repayments/100`, { method: 'POST' });
     expect(ok.status).toBe(201);
     expect(await ledgerRows()).toHaveLength(1);
@@ -270,7 +270,8 @@ for (const d of DIALECTS) d.describe(`@WithLocks({ transaction }): fenced busine
       statusCode: 409,
       error: 'Conflict',
       stamp,
-      message: expect.stringContaining(`stamp ${stamp}`),
+      message: `The locks of stamp ${stamp} are lost: its lease ended without a renewal and a reaper freed it`,
+      reason: 'its lease ended without a renewal and a reaper freed it',
     });
     expect(await ledgerRows()).toEqual([]);
   });

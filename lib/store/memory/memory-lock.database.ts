@@ -95,7 +95,7 @@ export class InMemoryLockDatabase {
   /** @internal */ readonly permits = new Map<string, number>();
   /** @internal */ readonly waiters: MemoryWaiterRow[] = [];
   /** @internal */ readonly claims = new Map<string, MemoryClaim>();
-  /** @internal */ readonly instances = new Map<string, { instance: string; processKey: string | null }>();
+  /** @internal */ readonly instances = new Map<string, { instance: string; processKey: string | null; claimed: number }>();
   /** @internal */ readonly jobRuns = new Map<string, MemoryJobRunRow>();
   /** @internal */ readonly jobs = new Map<string, MemoryJobRow>();
   private readonly listeners = new Set<ListenerCallbacks>();

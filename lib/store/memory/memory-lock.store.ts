@@ -278,8 +278,23 @@ export class MemoryLockStore extends LockStore {
     await roundTrip();
     const { appId, instance } = this.options;
     const previous = this.db.instances.get(appId);
-    this.db.instances.set(appId, { instance, processKey });
+    this.db.instances.set(appId, { instance, processKey, claimed: this.db.now() });
     return previous === undefined ? undefined : previous.processKey;
+  }
+
+  async retireInstances(limit: number): Promise<number> {
+    await roundTrip();
+    const retention = this.options.instanceRetentionMs;
+    if (retention === 0) return 0;
+    const { db } = this;
+    const before = db.now() - retention;
+    const retirable = [...db.instances]
+      .filter(([appId, row]) => row.claimed < before && !db.claims.get(appId)?.alive)
+      .filter(([appId]) => !db.locks.some((lock) => lock.appId === appId) && !db.waiters.some((w) => w.appId === appId))
+      .sort(([, a], [, b]) => a.claimed - b.claimed)
+      .slice(0, limit);
+    for (const [appId] of retirable) db.instances.delete(appId);
+    return retirable.length;
   }
 
   async appIdHolderPid(): Promise<number | undefined> {

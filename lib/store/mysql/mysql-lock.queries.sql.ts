@@ -218,6 +218,23 @@ export const MARK_BUSINESS_DONE = `UPDATE locking_log l
  */
 const APP_ID_LOCK = `CONCAT('nestjs-db-locks:', LEFT(SHA2(CONCAT(DATABASE(), CHAR(0), ?), 256), 48))`;
 
+/** A row of `locking_instances` (alias `i`) that nothing holds on to: no grant and no waiter of its app id. */
+const INSTANCE_UNUSED = `NOT EXISTS (SELECT 1 FROM locking k WHERE k.app_id = i.app_id)
+    AND NOT EXISTS (SELECT 1 FROM locking_waiters w WHERE w.app_id = i.app_id)`;
+
+/** ? retention (ms), ? limit: the app ids of instance rows that may be retired, oldest first (see RETIRE_INSTANCE). */
+export const SELECT_RETIRABLE_INSTANCES = `SELECT i.app_id FROM locking_instances i
+  WHERE i.claimed < ${NOW_MINUS_MS} AND ${INSTANCE_UNUSED}
+  ORDER BY i.claimed LIMIT ?`;
+
+/**
+ * ? app id, ? retention (ms), ? app id: deletes its instance row if it is still old and unused, and nobody holds its
+ * app id's named lock (the instance is gone); a claim that comes later records the row again.
+ */
+export const RETIRE_INSTANCE = `DELETE i FROM locking_instances i
+  WHERE i.app_id = ? AND i.claimed < ${NOW_MINUS_MS} AND ${INSTANCE_UNUSED}
+    AND IS_USED_LOCK(${APP_ID_LOCK}) IS NULL`;
+
 /** The instance session's own idle limit: a year (the largest `wait_timeout` MySQL and MariaDB take on Linux). */
 export const KEEP_SESSION_OPEN = `SET SESSION wait_timeout = 31536000`;
 

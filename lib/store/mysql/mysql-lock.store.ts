@@ -245,6 +245,21 @@ export class MysqlLockStore extends LockStore {
     return affectedRows;
   }
 
+  async retireInstances(limit: number): Promise<number> {
+    const retention = this.options.instanceRetentionMs;
+    if (retention === 0) return 0;
+    const candidates = await this.runner.select<{ app_id: string }>('retireInstances', SQL.SELECT_RETIRABLE_INSTANCES, [
+      retention,
+      limit,
+    ]);
+    let retired = 0;
+    for (const { app_id: appId } of candidates) {
+      const { affectedRows } = await this.runner.write('retireInstances', SQL.RETIRE_INSTANCE, [appId, retention, appId]);
+      retired += affectedRows;
+    }
+    return retired;
+  }
+
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
     try {
       const result: unknown = await manager.query(this.runner.sql(SQL.MARK_BUSINESS_DONE), [stamp, this.options.appId]);

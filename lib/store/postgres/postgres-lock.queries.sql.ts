@@ -189,6 +189,23 @@ export const UPSERT_PERMITS = `INSERT INTO locking_permissions (lock_name, mode,
 /** $1 name, $2 mode ('R'/'W'). */
 export const DELETE_PERMITS = `DELETE FROM locking_permissions WHERE lock_name = $1 AND mode = $2`;
 
+/** A row of `locking_instances` (alias `i`) that nothing holds on to: no grant and no waiter of its app id. */
+const INSTANCE_UNUSED = `NOT EXISTS (SELECT 1 FROM locking k WHERE k.app_id = i.app_id)
+    AND NOT EXISTS (SELECT 1 FROM locking_waiters w WHERE w.app_id = i.app_id)`;
+
+/** $1 retention (ms), $2 limit: the app ids of instance rows that may be retired, oldest first (see RETIRE_INSTANCE). */
+export const SELECT_RETIRABLE_INSTANCES = `SELECT i.app_id FROM locking_instances i
+  WHERE i.claimed < now() - $1 * interval '1 millisecond' AND ${INSTANCE_UNUSED}
+  ORDER BY i.claimed LIMIT $2`;
+
+/**
+ * $1 app id, $2 retention (ms): deletes its instance row if it is still old and unused, and nobody holds its app id's
+ * instance lock (the instance is gone); a claim that comes later records the row again.
+ */
+export const RETIRE_INSTANCE = `DELETE FROM locking_instances i
+  WHERE i.app_id = $1 AND i.claimed < now() - $2 * interval '1 millisecond' AND ${INSTANCE_UNUSED}
+    AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${APP_ID_LOCK})`;
+
 /** $1 app id → the process key its previous holder recorded (no row: none ever did). */
 export const SELECT_INSTANCE_KEY = `SELECT process_key FROM locking_instances WHERE app_id = $1`;
 

@@ -126,6 +126,21 @@ export class PostgresLockStore extends LockStore {
     return result.rowCount ?? 0;
   }
 
+  async retireInstances(limit: number): Promise<number> {
+    const retention = this.options.instanceRetentionMs;
+    if (retention === 0) return 0;
+    const candidates = await this.run<{ app_id: string }>('retireInstances', false, {
+      text: SQL.SELECT_RETIRABLE_INSTANCES,
+      values: [retention, limit],
+    });
+    let retired = 0;
+    for (const { app_id: appId } of candidates.rows) {
+      const result = await this.run('retireInstances', false, { text: SQL.RETIRE_INSTANCE, values: [appId, retention] });
+      retired += result.rowCount ?? 0;
+    }
+    return retired;
+  }
+
   async markBusinessDone(stamp: number, manager: EntityManager): Promise<boolean> {
     try {
       const values = [stamp, this.options.appId];
