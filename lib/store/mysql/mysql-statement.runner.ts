@@ -69,8 +69,9 @@ export class MysqlStatementRunner {
    * full jitter, after a deadlock or a lock wait timeout (InnoDB rolled it back), and after a connection failure
    * before its COMMIT was sent (the server rolls back a transaction whose connection is gone). A connection lost once
    * the COMMIT was sent is never retried: the transaction may have committed (`outcomeUnknown` when it `grants`).
-   * Every statement times out on the client after `queryTimeoutMs`; its connection is then destroyed. A pool connection
-   * not had within `queryTimeoutMs` fails the transaction too, unsent and not retried: it already waited its time.
+   * Every statement times out on the client after `queryTimeoutMs`; its connection is then destroyed, and the
+   * transaction is not run again: it already waited its time (on a frozen network each try would wait as long again).
+   * A pool connection not had within `queryTimeoutMs` fails the transaction the same way.
    */
   transaction<T>(operation: string, grants: boolean, work: (tx: MysqlTransaction) => Promise<T>): Promise<T> {
     return this.retrying(operation, grants, async (tx, committing) => {
@@ -135,7 +136,7 @@ export class MysqlStatementRunner {
           }),
         );
       } catch (error) {
-        const unsent = !committing && isMysqlConnectionFailure(error) && !(error instanceof PoolCheckoutTimeoutError);
+        const unsent = !committing && isMysqlConnectionFailure(error) && !usedItsTime(error);
         const retry = isTransientMysqlError(error) || unsent;
         if (!retry || attempt >= maxAttempts) throw this.failed(toMysqlLockError(error, operation, grants && committing));
         this.retryCount++;
@@ -233,6 +234,14 @@ export class MysqlStatementRunner {
     }
     return pool;
   }
+}
+
+/** What `mysql2` calls a statement that timed out on the client (its `timeout`). */
+const MYSQL_STATEMENT_TIMEOUT = 'PROTOCOL_SEQUENCE_TIMEOUT';
+
+/** A client-side timeout, of the statement or of the pool's checkout: the transaction already waited its time. */
+function usedItsTime(error: unknown): boolean {
+  return error instanceof PoolCheckoutTimeoutError || (error as { code?: unknown } | null)?.code === MYSQL_STATEMENT_TIMEOUT;
 }
 
 /** The listener of a connection's errors that its statement reports anyway. */
