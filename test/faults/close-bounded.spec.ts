@@ -4,7 +4,7 @@ import { DataSource, type QueryRunner } from 'typeorm';
 import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startResetProxy } from '../support/reset-proxy.js';
-import type { RestartableServer } from '../support/restartable-server.js';
+import { useRestartableServer } from '../support/restartable-server.js';
 import { until } from '../support/until.js';
 
 const options = { leaseMs: 3000, renewIntervalMs: 200, reaperIntervalMs: 0, queryTimeoutMs: 1000 };
@@ -30,17 +30,11 @@ interface Closed {
  * statement waited for a pool connection without limit (`pg`), or for each retry's 10 s `connectTimeout` (mysql2).
  */
 for (const dialect of DIALECTS) dialect.describeRestartable(`app.close() under faults on ${dialect.name}`, () => {
-  let server: RestartableServer;
+  const server = useRestartableServer(dialect.startRestartable);
   const rejections: unknown[] = [];
   const onRejection = (reason: unknown) => rejections.push(reason);
-  beforeAll(async () => {
-    server = await dialect.startRestartable();
-    process.on('unhandledRejection', onRejection);
-  }, 120_000);
-  afterAll(async () => {
-    process.off('unhandledRejection', onRejection);
-    await server?.destroy();
-  });
+  beforeAll(() => void process.on('unhandledRejection', onRejection));
+  afterAll(() => void process.off('unhandledRejection', onRejection));
 
   /** Holds `name`, starts a wait for it, lets `fault` happen, then closes and tells what each side saw. */
   async function closeDuring(app: LockApp, name: string, fault: () => Promise<void>): Promise<Closed> {
@@ -49,7 +43,7 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`app.close() under f
     const heldSignal = app.locks.getSignal(stamp);
     const wait = app.locks.tryLocks([`${name}_WRITE`], { waitMs: 60_000 }).catch((error: unknown) => error);
     // The wait has registered: its rows are in the database.
-    await until(async () => ((await server.tryQuery(`SELECT waiter FROM locking_waiters WHERE lock_name = '${name}'`))?.length ?? 0) > 0);
+    await until(async () => ((await server().tryQuery(`SELECT waiter FROM locking_waiters WHERE lock_name = '${name}'`))?.length ?? 0) > 0);
     await fault();
     const started = performance.now();
     await app.close();
@@ -72,9 +66,9 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`app.close() under f
    */
   async function expectNothingLeft(name: string, stamp: number): Promise<void> {
     const now = dialect.name === 'PostgreSQL' ? 'now()' : 'UTC_TIMESTAMP(6)';
-    const live = () => server.tryQuery(`SELECT waiter FROM locking_waiters WHERE lock_name = '${name}' AND expires > ${now}`);
+    const live = () => server().tryQuery(`SELECT waiter FROM locking_waiters WHERE lock_name = '${name}' AND expires > ${now}`);
     await until(async () => (await live())?.length === 0, 15_000);
-    const next = await createLockApp(server.url, { appId: `${name.toLowerCase()}-next`, reaperIntervalMs: 200 });
+    const next = await createLockApp(server().url, { appId: `${name.toLowerCase()}-next`, reaperIntervalMs: 200 });
     try {
       const taken = await next.locks.tryLocks([`${name}_WRITE`], { waitMs: 3 * options.leaseMs });
       expect(taken).toBeGreaterThan(stamp);
@@ -82,13 +76,13 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`app.close() under f
     } finally {
       await next.close();
     }
-    expect(await server.tryQuery(`SELECT stamp FROM locking WHERE lock_name = '${name}'`)).toEqual([]);
+    expect(await server().tryQuery(`SELECT stamp FROM locking WHERE lock_name = '${name}'`)).toEqual([]);
   }
 
   it('closes within the bound with every connection frozen mid-statement', async () => {
-    const proxy = await startResetProxy(server.url);
+    const proxy = await startResetProxy(server().url);
     try {
-      const app = await createLockApp(proxy.via(server.url), { appId: 'frozen', ...options }, 6);
+      const app = await createLockApp(proxy.via(server().url), { appId: 'frozen', ...options }, 6);
       const closed = await closeDuring(app, 'CBF', async () => {
         void proxy.freeze(); // until the proxy closes: no reset, no answer
         await sleep(3 * options.renewIntervalMs); // statements are under way on the frozen connections
@@ -102,22 +96,22 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`app.close() under f
   }, 120_000);
 
   it('closes within the bound with the database stopped and a release failing', async () => {
-    const app = await createLockApp(server.url, { appId: 'stopped', ...options }, 6);
+    const app = await createLockApp(server().url, { appId: 'stopped', ...options }, 6);
     const other = await app.locks.tryLocks(['CBS_OTHER_WRITE']);
     let released: unknown;
     const closed = await closeDuring(app, 'CBS', async () => {
-      await server.stop();
+      await server().stop();
       released = await app.locks.releaseLocks(other).catch((error: unknown) => error);
     });
     expect(released).toBeInstanceOf(LockStoreError);
     expectTold(closed);
-    await server.start();
+    await server().start();
     await expectNothingLeft('CBS', closed.stamp);
     await expectNothingLeft('CBS_OTHER', other);
   }, 120_000);
 
   it('closes within the bound with the pool exhausted by the application', async () => {
-    const app = await createLockApp(server.url, { appId: 'exhausted', ...options }, 4);
+    const app = await createLockApp(server().url, { appId: 'exhausted', ...options }, 4);
     const runners: QueryRunner[] = [];
     const closed = await closeDuring(app, 'CBE', async () => {
       // The lock module keeps the instance session (and on PostgreSQL the LISTEN one): the rest is the app's, for good.
