@@ -105,8 +105,8 @@ export interface LockModuleOptions {
   /**
    * Every statement of the library fails on the client after this long (`LockStoreError`; for an acquisition with
    * `outcomeUnknown: true`), and its connection is destroyed: a connection stalled by the network or a proxy never
-   * holds a caller, a renewal or `app.close()` for good. Keep it above the slowest acquisition you expect under
-   * contention.
+   * holds a caller, a renewal or `app.close()` for good. A statement that gets no pool connection within this long
+   * fails the same way (`outcomeUnknown: false`). Keep it above the slowest acquisition you expect under contention.
    * @default 10000
    */
   queryTimeoutMs?: number;

@@ -174,14 +174,16 @@ export class LockAcquisitions {
   }
 
   /**
-   * Ends every wait at once with `LockShutdownError` and awaits the removal of their waiter rows (also those of waits
-   * that did not await it, and those whose removal failed and is queued), for `CLOSE_CLEANUP_MS` at most; later
-   * acquisitions are refused with the same error.
+   * Ends every wait at once with `LockShutdownError` and awaits their end and the removal of their waiter rows (also
+   * those of waits that did not await it, and those whose removal failed and is queued), for `CLOSE_CLEANUP_MS` in
+   * all, whatever the connections are doing; later acquisitions are refused with the same error.
    */
   async close(): Promise<void> {
     const until = Date.now() + CLOSE_CLEANUP_MS;
     this.closing.abort(new LockShutdownError());
-    await Promise.allSettled([...this.waits]);
+    // A wait ends at once, but its last steps (releasing a grant that came as it ended, removing its rows) need the
+    // database: they go on in the background past the bound, and their rows expire by themselves if they fail.
+    await bounded(Promise.allSettled([...this.waits]), until, NEVER);
     await bounded(Promise.all([...this.cleanups]), until, NEVER);
     await this.leases.retries.drain(WAITER_KEY, until);
   }

@@ -4,6 +4,7 @@
  * @internal
  */
 import { LockStoreError } from '../errors/index.js';
+import { isTransientStoreFault } from '../store/transient-fault.util.js';
 import { bounded, jittered, sleep } from '../utils/wait-timing.util.js';
 import type { WaitContext } from './lock-waiter.js';
 
@@ -73,8 +74,9 @@ export async function grantedNothing(
     try {
       const looked = await bounded(context.store.isWaiting(waiter), deadline, signal);
       if (looked) return looked.value;
-    } catch {
-      // The database does not answer yet: ask again.
+    } catch (error) {
+      // The database does not answer yet: ask again. A failure that will not pass cannot tell.
+      if (!isTransientStoreFault(error)) return false;
     }
   }
 }
@@ -83,6 +85,7 @@ export async function grantedNothing(
  * Takes the grant that an attempt sent at `since` may have got although its answer was lost (its waiter rows are gone,
  * or a registration was in flight with it): asks once the database answers, with back-off, until `deadline`. The
  * stamp (0: none landed), or undefined when it could not tell by then (a grant that lands too late is released).
+ * @throws LockStoreError that will not pass by itself (see `isTransientStoreFault`), as the database answered it.
  */
 export async function takeLostGrant(
   context: WaitContext,
@@ -99,8 +102,8 @@ export async function takeLostGrant(
       looking.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
       return undefined;
     } catch (error) {
-      if (!(error instanceof LockStoreError)) throw error;
-      // The database does not answer yet: ask again.
+      // The database does not answer yet: ask again. A failure that will not pass (a privilege revoked) is thrown.
+      if (!(error instanceof LockStoreError) || !isTransientStoreFault(error)) throw error;
     }
     await sleep(Math.min(jittered(delay), deadline - Date.now()), signal);
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { waiterId } from '../store/lock-rows.util.js';
+import { isTransientStoreFault } from '../store/transient-fault.util.js';
 import { LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
 import type { LockRequest } from '../interfaces/index.js';
 import type { LockStore } from '../store/lock.store.js';
@@ -51,9 +52,10 @@ function stopError(signal: AbortSignal): LockWaitAbortedError {
  * seen by the first attempt; one that commits after it sees the waiter and notifies.
  *
  * The database may fail for a moment while the waiter waits (a restart, a dropped connection, a failover to a
- * standby, the app id's session being taken back): an attempt or a registration that failed is made again, with
+ * standby, the app id's session being taken back): an attempt or a registration that failed so is made again, with
  * back-off, until the deadline, which then ends the wait as busy (0): a wait ends with a grant, at its deadline, or
- * when `signal` fires, never with a store error of a known outcome. An attempt whose answer was lost (its outcome
+ * when `signal` fires, never with a transient store error of a known outcome (`isTransientStoreFault`). A store error
+ * that will not pass by itself (a privilege revoked, a setting the server refuses) ends the wait at once with it. An attempt whose answer was lost (its outcome
  * unknown) is resolved by looking (`resolveLostAnswer`): once the database answers again, the waiter's rows still
  * being there prove it granted nothing, and the wait goes on. When the rows cannot tell (they are gone, or a
  * registration was in flight with the attempt), the waiter takes the grant that landed, if one did
@@ -116,8 +118,9 @@ export async function waitForGroup(
       try {
         await bounded(sent, Math.min(deadline, Date.now() + waitMs), signal);
       } catch (error) {
-        // Registering again is harmless (it refreshes the rows), so a lost answer is as good as a failure here.
-        if (!(error instanceof LockStoreError)) throw error;
+        // Registering again is harmless (it refreshes the rows), so a lost answer is as good as a failure here; a
+        // failure that will not pass by itself (a privilege revoked) ends the wait.
+        if (!(error instanceof LockStoreError) || !isTransientStoreFault(error)) throw error;
       }
     };
     // The first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the
@@ -143,8 +146,9 @@ export async function waitForGroup(
           trying.then((late) => late > 0 && context.store.release(late)).catch(() => undefined);
         }
       } catch (error) {
-        // Anything but a store error (the app id taken by a twin: fenced for good) ends the wait.
-        if (!(error instanceof LockStoreError)) throw error;
+        // Anything but a store error that may pass by itself (the app id taken by a twin: fenced for good; a
+        // privilege revoked) ends the wait, at once.
+        if (!(error instanceof LockStoreError) || !isTransientStoreFault(error)) throw error;
         failures += 1;
         if (error.outcomeUnknown) {
           const taken = await resolveLostAnswer(context, error, { waiter, sentAt, rowsTell }, deadline, signal);

@@ -123,8 +123,10 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @throws InvalidLockSpecError before any database call, for a bad spec or group.
    * @throws LockStoreError when the database fails (transient failures are retried first); `outcomeUnknown` is true
    *   when the group may have been granted all the same (nobody renews such a grant: it is freed within
-   *   `leaseMs + reaperIntervalMs`). A wait goes on through failures until its deadline (then it returns 0), and
-   *   throws it only when an attempt's answer was lost and the database did not answer within 5 s past the deadline.
+   *   `leaseMs + reaperIntervalMs`). A wait goes on through transient failures (a restart, a lost connection) until
+   *   its deadline (then it returns 0), and throws them only when an attempt's answer was lost and the database did
+   *   not answer within 5 s past the deadline; a failure that will not pass by itself (a privilege revoked) ends it at
+   *   once.
    * @throws AppIdInUseError when a twin took this instance's `appId` while it was disconnected (it grants nothing more).
    * @throws LockWaitAbortedError when `signal` cancels the wait (nothing is held).
    * @throws LockShutdownError when the application shuts down during the wait, or has begun to (`app.close()`):

@@ -6,7 +6,7 @@ import { lockEntities, LockModule, LockService, LockStartupTimeoutError, LockSto
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { DIALECTS } from '../support/dialects.js';
-import type { RestartableServer } from '../support/restartable-server.js';
+import { useRestartableServer } from '../support/restartable-server.js';
 import { CapturedLog } from '../support/logged-lock-app.js';
 import { connectClient } from '../support/test-database.js';
 
@@ -50,23 +50,16 @@ const options = { leaseMs: 10_000, renewIntervalMs: 500, reaperIntervalMs: 0, qu
 
 /** Start-up rides through transient faults within `startupTimeoutMs`, and gives up after it naming the option. */
 for (const dialect of DIALECTS) dialect.describeRestartable(`start-up through transient faults on ${dialect.name}`, () => {
-  let server: RestartableServer;
+  const server = useRestartableServer(dialect.startRestartable);
   const postgres = dialect.name === 'PostgreSQL';
 
-  beforeAll(async () => {
-    server = await dialect.startRestartable();
-  }, 120_000);
-  afterAll(async () => {
-    await server?.start();
-    await server?.destroy();
-  });
 
   /** Ends every other session of the lock database, again and again, for `ms`. */
   async function terminateSessionsFor(ms: number): Promise<number> {
     let ended = 0;
     const until = performance.now() + ms;
     if (postgres) {
-      const admin = await connectClient(server.url);
+      const admin = await connectClient(server().url);
       try {
         while (performance.now() < until) {
           const { rowCount } = await admin.query(
@@ -80,7 +73,7 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`start-up through tr
         await admin.end();
       }
     } else {
-      const admin = await mysql.createConnection({ uri: server.url });
+      const admin = await mysql.createConnection({ uri: server().url });
       try {
         while (performance.now() < until) {
           const [rows] = await admin.query(
@@ -100,7 +93,7 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`start-up through tr
 
   it('starts while its sessions are ended again and again for a second', async () => {
     let terminating: Promise<number> | undefined;
-    const started = await startApp(server.url, 'st1', options, async () => {
+    const started = await startApp(server().url, 'st1', options, async () => {
       terminating = terminateSessionsFor(1000);
       await sleep(20); // the first terminations land on the server check and the claim
     });
@@ -118,9 +111,9 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`start-up through tr
 
   it('starts when the database stops during start-up and comes back 2 s later, saying once what it waits for', async () => {
     let restarted: Promise<void> | undefined;
-    const started = await startApp(server.url, 'st2', options, async () => {
-      await server.stop();
-      restarted = sleep(2000).then(() => server.start());
+    const started = await startApp(server().url, 'st2', options, async () => {
+      await server().stop();
+      restarted = sleep(2000).then(() => server().start());
     });
     try {
       await restarted;
@@ -138,11 +131,11 @@ for (const dialect of DIALECTS) dialect.describeRestartable(`start-up through tr
 
   it('fails with LockStartupTimeoutError naming startupTimeoutMs when the database stays down past the budget', async () => {
     const budgetMs = 1500;
-    const failed = await startApp(server.url, 'st3', { ...options, startupTimeoutMs: budgetMs }, () => server.stop()).then(
+    const failed = await startApp(server().url, 'st3', { ...options, startupTimeoutMs: budgetMs }, () => server().stop()).then(
       (started) => started.app.close().then(() => new Error('started')),
       (error: unknown) => error,
     );
-    await server.start();
+    await server().start();
     expect(failed).toBeInstanceOf(LockStartupTimeoutError);
     expect((failed as Error).message).toContain('startupTimeoutMs');
     expect((failed as Error).cause).toBeInstanceOf(LockStoreError);

@@ -167,3 +167,23 @@ export async function startRestartableMariadb(options: readonly string[] = []): 
     },
   };
 }
+
+/**
+ * Registers the enclosing describe block's hooks: a server of `start` (e.g. `dialect.startRestartable`) started before
+ * its tests, and after them started again (a test may have left it stopped) and destroyed. The returned function reads
+ * it (from the first hook or test on).
+ */
+export function useRestartableServer(start: () => Promise<RestartableServer>): () => RestartableServer {
+  let server: RestartableServer | undefined;
+  beforeAll(async () => {
+    server = await start();
+  }, 120_000);
+  afterAll(async () => {
+    await server?.start();
+    await server?.destroy();
+  });
+  return () => {
+    if (!server) throw new Error('useRestartableServer: read before the beforeAll hook ran');
+    return server;
+  };
+}

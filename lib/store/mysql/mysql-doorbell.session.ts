@@ -19,13 +19,55 @@ export const doorbellTiming = {
   missingRetryMs: 30_000,
 };
 
-/** The rows of one statement on `connection`, bounded by `timeoutMs` on the client. */
+/** What the doorbell uses of the socket under a `mysql2` connection. */
+interface DoorbellSocket {
+  destroy(): void;
+  once(event: 'close', listener: () => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+}
+
+/** The socket under a `mysql2` connection (undocumented: guarded). */
+function socketOf(connection: Connection): DoorbellSocket | undefined {
+  return (connection as unknown as { stream?: DoorbellSocket }).stream;
+}
+
+/**
+ * Ends `connection` at once. `mysql2`'s `destroy()` only half-closes the socket: the server goes on with a sleep under
+ * way, and the socket (with the driver's statement timer) would keep the process alive until the sleep ends, up to
+ * `sleepSeconds` after `app.close()`.
+ */
+function destroyNow(connection: Connection): void {
+  connection.destroy();
+  socketOf(connection)?.destroy();
+}
+
+/**
+ * The rows of one statement on `connection`, bounded by `timeoutMs` on the client (the connection is then destroyed).
+ * Bounded here rather than by the driver's `timeout`, whose timer outlives a connection destroyed under it.
+ */
 function query<R>(connection: Connection, sql: string, timeoutMs: number): Promise<R[]> {
-  return new Promise<R[]>((resolve, reject) =>
-    connection.query({ sql, timeout: timeoutMs }, (error: unknown, rows: unknown) =>
-      error ? reject(error) : resolve(rows as R[]),
-    ),
-  );
+  return new Promise<R[]>((resolve, reject) => {
+    const socket = socketOf(connection);
+    const settle = () => {
+      clearTimeout(timer);
+      socket?.off('close', closed);
+    };
+    const closed = () => {
+      settle();
+      reject(Object.assign(new Error('the doorbell connection was closed'), { fatal: true }));
+    };
+    const timer = setTimeout(() => {
+      settle();
+      destroyNow(connection);
+      reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }));
+    }, timeoutMs);
+    socket?.once('close', closed);
+    connection.query({ sql }, (error: unknown, rows: unknown) => {
+      settle();
+      if (error) reject(error);
+      else resolve(rows as R[]);
+    });
+  });
 }
 
 /**
@@ -88,7 +130,7 @@ export class MysqlDoorbell {
       // Beside the pool's statements, never counted as a failed lock operation (an older database has no table).
       await this.runner.onConnection((tx) => tx.write(UPSERT_DOORBELL, [this.appId, id, tag, id, tag]));
       if (!this.wanted) {
-        connection.destroy();
+        destroyNow(connection);
         this.forget(id);
         return;
       }
@@ -96,7 +138,7 @@ export class MysqlDoorbell {
       this.connectionId = id;
       void this.sleep(connection, tag);
     } catch (error) {
-      connection?.destroy();
+      if (connection) destroyNow(connection);
       const missing = mysqlCodeOf(error) === 'ER_NO_SUCH_TABLE';
       this.retryAt = performance.now() + (missing ? doorbellTiming.missingRetryMs : doorbellTiming.retryMs);
     }
@@ -129,7 +171,7 @@ export class MysqlDoorbell {
     if (connection === undefined) return;
     this.connection = undefined;
     this.retryAt = performance.now() + retryMs;
-    connection.destroy();
+    destroyNow(connection);
     this.forget(this.connectionId);
   }
 

@@ -4,6 +4,8 @@ import type { DataSource } from 'typeorm';
 import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isMysqlConnectionFailure, isMysqlReadOnlyError, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
+import { PoolCheckoutTimeoutError } from '../pool-checkout.util.js';
+import { checkoutMysqlConnection } from './mysql-checkout.util.js';
 import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables } from '../lock-tables.util.js';
 
 /** Smallest pool the library works with: the instance session, and statements beside it. */
@@ -67,7 +69,9 @@ export class MysqlStatementRunner {
    * full jitter, after a deadlock or a lock wait timeout (InnoDB rolled it back), and after a connection failure
    * before its COMMIT was sent (the server rolls back a transaction whose connection is gone). A connection lost once
    * the COMMIT was sent is never retried: the transaction may have committed (`outcomeUnknown` when it `grants`).
-   * Every statement times out on the client after `queryTimeoutMs`; its connection is then destroyed.
+   * Every statement times out on the client after `queryTimeoutMs`; its connection is then destroyed, and the
+   * transaction is not run again: it already waited its time (on a frozen network each try would wait as long again).
+   * A pool connection not had within `queryTimeoutMs` fails the transaction the same way.
    */
   transaction<T>(operation: string, grants: boolean, work: (tx: MysqlTransaction) => Promise<T>): Promise<T> {
     return this.retrying(operation, grants, async (tx, committing) => {
@@ -132,7 +136,8 @@ export class MysqlStatementRunner {
           }),
         );
       } catch (error) {
-        const retry = isTransientMysqlError(error) || (!committing && isMysqlConnectionFailure(error));
+        const unsent = !committing && isMysqlConnectionFailure(error) && !usedItsTime(error);
+        const retry = isTransientMysqlError(error) || unsent;
         if (!retry || attempt >= maxAttempts) throw this.failed(toMysqlLockError(error, operation, grants && committing));
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
@@ -154,9 +159,7 @@ export class MysqlStatementRunner {
       );
     }
     try {
-      return await new Promise<PoolConnection>((resolve, reject) =>
-        pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
-      );
+      return await checkoutMysqlConnection(pool, this.options.queryTimeoutMs);
     } catch (error) {
       throw toMysqlLockError(error, operation, false);
     }
@@ -203,9 +206,7 @@ export class MysqlStatementRunner {
 
   /** Runs `work` on a pool connection, handed back afterwards, or destroyed when it broke (or a statement timed out). */
   private async withConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
-    const connection = await new Promise<PoolConnection>((resolve, reject) =>
-      this.pool().getConnection((error, c) => (error ? reject(error) : resolve(c))),
-    );
+    const connection = await checkoutMysqlConnection(this.pool(), this.options.queryTimeoutMs);
     // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
     // would emit an 'error' nobody handles, which crashes the process.
     connection.on('error', ignore);
@@ -233,6 +234,14 @@ export class MysqlStatementRunner {
     }
     return pool;
   }
+}
+
+/** What `mysql2` calls a statement that timed out on the client (its `timeout`). */
+const MYSQL_STATEMENT_TIMEOUT = 'PROTOCOL_SEQUENCE_TIMEOUT';
+
+/** A client-side timeout, of the statement or of the pool's checkout: the transaction already waited its time. */
+function usedItsTime(error: unknown): boolean {
+  return error instanceof PoolCheckoutTimeoutError || (error as { code?: unknown } | null)?.code === MYSQL_STATEMENT_TIMEOUT;
 }
 
 /** The listener of a connection's errors that its statement reports anyway. */

@@ -1,5 +1,6 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
+import { checkoutPgClient } from './postgres-checkout.util.js';
 
 /**
  * What the connections of a pool were found to reach:
@@ -33,14 +34,14 @@ const BACKEND_PID = 'SELECT pg_backend_pid() AS pid';
  * @internal
  */
 export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise<PoolTopology> {
-  const a = await pool.connect();
+  const a = await checkoutPgClient(pool, timeoutMs);
   // A checked-out connection has no listener of the pool: a backend ended during the check (57P01) would emit an
   // 'error' nobody handles, which crashes the process. Kept on a destroyed connection: it may still emit one.
   a.on('error', ignore);
   let b: PoolClient | undefined;
   let broken = false;
   try {
-    b = await pool.connect();
+    b = await checkoutPgClient(pool, timeoutMs);
     let proven = announcedPid(a) !== announcedPid(b);
     b.on('error', ignore);
     for (let round = 0; round < ROUNDS; round++) {

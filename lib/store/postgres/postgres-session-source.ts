@@ -2,6 +2,7 @@ import type { Pool, PoolClient, PoolConfig, QueryConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import { toLockError } from './pg-error.util.js';
+import { checkoutPgClient } from './postgres-checkout.util.js';
 import { detectPoolTopology, recordPoolTopology, type PoolTopology } from './postgres-pooler.util.js';
 import type { PostgresStatementRunner } from './postgres-statement.runner.js';
 
@@ -48,7 +49,7 @@ export class PostgresSessionSource {
   async connect(operation: string): Promise<PoolClient> {
     if (!this.options.directUrl) return this.runner.connect(operation);
     try {
-      return await this.directPool().connect();
+      return await checkoutPgClient(this.directPool(), this.options.queryTimeoutMs);
     } catch (error) {
       throw toLockError(error, operation, false);
     }

@@ -5,6 +5,8 @@ import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isConnectionFailure, isReadOnlyServerError, isTransientDriverError, toLockError } from './pg-error.util.js';
 import { lockDialectOf } from '../lock-dialect.util.js';
 import { poolKeepsSessions } from './postgres-pooler.util.js';
+import { checkoutPgClient } from './postgres-checkout.util.js';
+import { PoolCheckoutTimeoutError } from '../pool-checkout.util.js';
 import type { SessionLane } from './session-lane.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
 import {
@@ -76,7 +78,8 @@ export class PostgresStatementRunner {
    * timeout), and a connection that could not be had (nothing was sent: the server may be restarting). A connection
    * lost after the statement was sent is never retried: the statement may have committed (`outcomeUnknown` for a
    * statement that grants). Every statement times out on the client after `queryTimeoutMs`; its connection is then
-   * destroyed, since the statement may still run on it.
+   * destroyed, since the statement may still run on it. A pool connection not had within `queryTimeoutMs` (a busy
+   * pool, a server that does not answer) fails the statement too, unsent and not retried: it already waited its time.
    */
   async run<R extends QueryResultRow = QueryResultRow>(
     operation: string,
@@ -90,7 +93,8 @@ export class PostgresStatementRunner {
       try {
         return await this.send<R>(lane, timed, () => (sent = true));
       } catch (error) {
-        const retry = isTransientDriverError(error) || (!sent && isConnectionFailure(error));
+        const unsent = !sent && isConnectionFailure(error) && !(error instanceof PoolCheckoutTimeoutError);
+        const retry = isTransientDriverError(error) || unsent;
         if (!retry || attempt >= maxAttempts) throw this.failed(toLockError(error, operation, grants && sent));
         this.retryCount++;
         await sleep(Math.random() * Math.min(maxDelayMs, initialDelayMs * 2 ** (attempt - 1)));
@@ -101,13 +105,14 @@ export class PostgresStatementRunner {
   /**
    * A connection of its own, out of the DataSource's pool, for a session that outlives one statement (the instance
    * lock, and the LISTEN connection once something waits). Two such sessions plus the statements need a pool of at
-   * least `MIN_POOL_SIZE`; a smaller one would end in statements waiting forever for a connection.
+   * least `MIN_POOL_SIZE`; a smaller one would end in statements waiting forever for a connection. Had within
+   * `queryTimeoutMs`, like a statement's.
    */
   async connect(operation: string): Promise<PoolClient> {
     const pool = this.pool();
     this.assertRoomForSessions();
     try {
-      return await pool.connect();
+      return await checkoutPgClient(pool, this.options.queryTimeoutMs);
     } catch (error) {
       throw toLockError(error, operation, false);
     }
@@ -133,7 +138,7 @@ export class PostgresStatementRunner {
   ): Promise<QueryResult<R>> {
     const pool = this.pool();
     const borrowed = lane?.borrow();
-    const client = borrowed ?? (await pool.connect());
+    const client = borrowed ?? (await checkoutPgClient(pool, query.query_timeout));
     // A named prepared statement is safe on a session of its own: the lane's (a kept session: proven direct, or on a
     // pooler declared in session mode) and the pool's once it is proven (or declared) to give sessions. Behind any
     // other pool (or before the start-up check told) the statement goes unnamed: another client's server connection
