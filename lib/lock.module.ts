@@ -10,6 +10,7 @@ import {
   type LockModuleRootOptions,
 } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
+import { LockFence } from './fence/lock-fence.service.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE, LOCK_TABLES } from './lock.constants.js';
 import { resolveLockTables } from './store/lock-tables.util.js';
@@ -45,8 +46,8 @@ import { migrationsRunOption, MODULE_EXTRAS_KEYS, MODULE_OPTIONS_KEYS } from './
  */
 @Module({
   imports: [DiscoveryModule],
-  providers: [...LOCK_ENGINE_PROVIDERS],
-  exports: [LockService, LockAdminService],
+  providers: [...LOCK_ENGINE_PROVIDERS, LockFence],
+  exports: [LockService, LockAdminService, LockFence],
 })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */

@@ -1,0 +1,285 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type INestApplicationContext, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+import {
+  InvalidLockArgumentError,
+  LockAdminService,
+  LockFence,
+  type LockFenceConnection,
+  LockLostError,
+  LockModule,
+  LockService,
+} from 'nestjs-db-locks';
+import { DIALECTS, type TestDialect } from '../support/dialects.js';
+import { positional } from '../support/mysql-test-database.js';
+import type { TestDatabase } from '../support/test-database.js';
+
+/** A business transaction on a plain driver connection (`$1` placeholders on both dialects). */
+interface BusinessTransaction {
+  /** The connection inside BEGIN, as the application hands it to `LockFence`. */
+  readonly connection: LockFenceConnection;
+  run(text: string, values?: unknown[]): Promise<void>;
+  /** The rows of a SELECT. */
+  rows<R>(text: string, values?: unknown[]): Promise<R[]>;
+  /** Gives the connection back to its pool (rolling back what is still open). */
+  end(): Promise<void>;
+}
+
+/** The application's own pool on `url`, `pg` or `mysql2/promise`, opening business transactions. */
+interface BusinessPool {
+  /** BEGIN, at the server's default isolation level or at `isolation`. */
+  begin(isolation?: string): Promise<BusinessTransaction>;
+  /** The pool itself, which `LockFence` must refuse. */
+  readonly pool: unknown;
+  close(): Promise<void>;
+}
+
+function businessPool(dialect: TestDialect, url: string): BusinessPool {
+  if (dialect.name === 'PostgreSQL') {
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    return {
+      pool,
+      async begin(isolation) {
+        const client = await pool.connect();
+        await client.query(isolation ? `BEGIN ISOLATION LEVEL ${isolation}` : 'BEGIN');
+        return {
+          connection: client,
+          run: async (text, values) => void (await client.query(text, values)),
+          rows: async <R>(text: string, values?: unknown[]) => (await client.query(text, values)).rows as R[],
+          end: async () => {
+            await client.query('ROLLBACK').catch(() => undefined); // a warning only, when nothing is open
+            client.release();
+          },
+        };
+      },
+      close: () => pool.end(),
+    };
+  }
+  const pool = mysql.createPool({ uri: url, connectionLimit: 4 });
+  return {
+    pool,
+    async begin(isolation) {
+      const connection = await pool.getConnection();
+      if (isolation) await connection.query(`SET TRANSACTION ISOLATION LEVEL ${isolation}`);
+      await connection.query('BEGIN');
+      const query = (text: string, values?: unknown[]) => {
+        const { sql, params } = positional(text, values);
+        return connection.query(sql, params);
+      };
+      return {
+        connection,
+        run: async (text, values) => void (await query(text, values)),
+        rows: async <R>(text: string, values?: unknown[]) => (await query(text, values))[0] as R[],
+        end: async () => {
+          await connection.query('ROLLBACK').catch(() => undefined);
+          connection.release();
+        },
+      };
+    },
+    close: () => pool.end(),
+  };
+}
+
+for (const dialect of DIALECTS) {
+  dialect.describe(`LockFence on a plain driver (${dialect.name === 'PostgreSQL' ? 'pg' : 'mysql2'}), ${dialect.name}`, () => {
+    let db: TestDatabase;
+    let app: INestApplicationContext;
+    let locks: LockService;
+    let fence: LockFence;
+    let admin: LockAdminService;
+    let business: BusinessPool;
+
+    const pastLease =
+      dialect.name === 'PostgreSQL' ? `now() - interval '1 hour'` : 'UTC_TIMESTAMP(6) - INTERVAL 1 HOUR';
+    const repayments = async (loan: number) =>
+      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM repayments WHERE loan_id = $1', [loan]))[0]!.n);
+    const logStatus = async (stamp: number) =>
+      (await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]))[0]?.status;
+
+    beforeAll(async () => {
+      db = await dialect.createDatabase();
+      await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
+      await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
+      await db.query('INSERT INTO loans (id, balance) VALUES (1, 100), (2, 100), (3, 100), (4, 100)');
+      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'fence-1', url: db.url })] })
+      class AppModule {}
+      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+      moduleRef.useLogger(false);
+      app = await moduleRef.init();
+      locks = app.get(LockService);
+      fence = app.get(LockFence);
+      admin = app.get(LockAdminService);
+      business = businessPool(dialect, db.url);
+    });
+    afterAll(async () => {
+      await business?.close();
+      await app?.close();
+      await db?.drop();
+    });
+
+    it('commits a fenced write while the grant is held, the grant marked business done', async () => {
+      const stamp = await locks.tryLocks(['LOAN:1_WRITE']);
+      const tx = await business.begin();
+      try {
+        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (1, 10)');
+        await fence.fence(tx.connection, stamp);
+        await tx.run('COMMIT');
+      } finally {
+        await tx.end();
+      }
+      expect(await logStatus(stamp)).toBe('BUSINESS_DONE');
+      await locks.releaseLocks(stamp);
+
+      const again = await locks.tryLocks(['LOAN:1_WRITE']);
+      const tx2 = await business.begin();
+      try {
+        await tx2.run('INSERT INTO repayments (loan_id, amount) VALUES (1, 20)');
+        await fence.fenceAndCommit(tx2.connection, again);
+      } finally {
+        await tx2.end();
+      }
+      expect(await logStatus(again)).toBe('BUSINESS_DONE');
+      expect(locks.getSignal(again).aborted).toBe(false);
+      await locks.releaseLocks(again);
+      expect(await repayments(1)).toBe(2);
+    });
+
+    it('rolls the write back with LockLostError when an admin forced the grant free before the commit', async () => {
+      const stamp = await locks.tryLocks(['LOAN:2_WRITE']);
+      const tx = await business.begin();
+      try {
+        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (2, 10)');
+        await admin.forceRelease(stamp, 'stuck repayment');
+        const failure = await fence.fenceAndCommit(tx.connection, stamp).catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(LockLostError);
+        expect((failure as LockLostError).stamp).toBe(stamp);
+      } finally {
+        await tx.end();
+      }
+      expect(await repayments(2)).toBe(0);
+      // The holder is told: its signal fired, and the grant is no longer held here.
+      expect(locks.isHeld(stamp)).toBe(false);
+    });
+
+    it('rolls the write back with LockLostError when the grant was reaped before the commit', async () => {
+      const stamp = await locks.tryLocks(['LOAN:3_WRITE']);
+      const signal = locks.getSignal(stamp);
+      const tx = await business.begin();
+      try {
+        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (3, 10)');
+        // The holder froze past its lease (as far as the database can tell), and a reaper freed the grant.
+        await db.query(`UPDATE locking_log SET lease_expires = ${pastLease} WHERE stamp = $1`, [stamp]);
+        expect(await locks.reapStaleLocks()).toBeGreaterThanOrEqual(1);
+        await expect(fence.fence(tx.connection, stamp)).rejects.toBeInstanceOf(LockLostError);
+        await tx.run('ROLLBACK');
+      } finally {
+        await tx.end();
+      }
+      expect(await repayments(3)).toBe(0);
+      expect(signal.aborted).toBe(true);
+      expect(signal.reason).toBeInstanceOf(LockLostError);
+    });
+
+    it('lets two concurrent repayments of one loan never both commit', async () => {
+      /** A repayment read under the lock, then written from what it read, committed through the fence. */
+      const begin = async (stamp: number) => {
+        const tx = await business.begin();
+        const [loan] = await tx.rows<{ balance: number }>('SELECT balance FROM loans WHERE id = 4');
+        return {
+          tx,
+          finish: async () => {
+            await tx.run('UPDATE loans SET balance = $1 WHERE id = 4', [Number(loan!.balance) - 60]);
+            await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (4, 60)');
+            await fence.fenceAndCommit(tx.connection, stamp);
+          },
+        };
+      };
+      const first = await locks.tryLocks(['LOAN:4_WRITE']);
+      const slow = await begin(first);
+      // The first repayment stalls (a GC pause, a slow call) until an admin frees its grant; the second one runs.
+      await admin.forceRelease(first, 'stalled repayment');
+      const second = await locks.tryLocks(['LOAN:4_WRITE']);
+      expect(second).toBeGreaterThan(0);
+      const fast = await begin(second);
+      try {
+        await fast.finish();
+      } finally {
+        await fast.tx.end();
+      }
+      await locks.releaseLocks(second);
+      try {
+        await expect(slow.finish()).rejects.toBeInstanceOf(LockLostError);
+      } finally {
+        await slow.tx.end();
+      }
+      expect(await repayments(4)).toBe(1);
+      const [loan] = await db.query<{ balance: number }>('SELECT balance FROM loans WHERE id = 4');
+      expect(Number(loan!.balance)).toBe(40);
+    });
+
+    it('holds off a forced release and every other holder from the fence to the commit', async () => {
+      const stamp = await locks.tryLocks(['LOAN:5_WRITE']);
+      const tx = await business.begin();
+      let forced: Promise<unknown> | undefined;
+      try {
+        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (5, 10)');
+        await fence.fence(tx.connection, stamp);
+        forced = admin.forceRelease(stamp, 'impatient admin').then(
+          () => 'forced',
+          (error: unknown) => error,
+        );
+        // Whatever the machine's load, the forced release cannot end before the business transaction does.
+        expect(await Promise.race([forced, sleep(500).then(() => 'waiting')])).toBe('waiting');
+        expect(await locks.tryLocks(['LOAN:5_READ'])).toBe(0);
+        await tx.run('COMMIT');
+      } finally {
+        await tx.end();
+      }
+      expect(await forced).toBe('forced');
+      expect(await repayments(5)).toBe(1);
+      const next = await locks.tryLocks(['LOAN:5_WRITE']);
+      expect(next).toBeGreaterThan(0);
+      await locks.releaseLocks(next);
+    });
+
+    describe.each(['REPEATABLE READ', 'SERIALIZABLE'])('at %s', (isolation) => {
+      it('commits a fenced write while held, and rolls it back with LockLostError once the grant was forced free', async () => {
+        const loan = isolation === 'SERIALIZABLE' ? 8 : 7;
+        const stamp = await locks.tryLocks([`LOAN:${loan}_WRITE`]);
+        const tx = await business.begin(isolation);
+        try {
+          // The snapshot is taken by the first statement, before the grant's end below.
+          await tx.run('INSERT INTO repayments (loan_id, amount) VALUES ($1, 10)', [loan]);
+          await fence.fenceAndCommit(tx.connection, stamp);
+        } finally {
+          await tx.end();
+        }
+        await locks.releaseLocks(stamp);
+        expect(await repayments(loan)).toBe(1);
+
+        const lost = await locks.tryLocks([`LOAN:${loan}_WRITE`]);
+        const tx2 = await business.begin(isolation);
+        try {
+          await tx2.run('INSERT INTO repayments (loan_id, amount) VALUES ($1, 10)', [loan]);
+          await admin.forceRelease(lost, 'stuck repayment');
+          await expect(fence.fenceAndCommit(tx2.connection, lost)).rejects.toBeInstanceOf(LockLostError);
+        } finally {
+          await tx2.end();
+        }
+        expect(await repayments(loan)).toBe(1);
+      });
+    });
+
+    it('refuses a pool, whose statements may each run outside the transaction', async () => {
+      const stamp = await locks.tryLocks(['LOAN:6_WRITE']);
+      try {
+        await expect(fence.fence(business.pool as LockFenceConnection, stamp)).rejects.toBeInstanceOf(InvalidLockArgumentError);
+      } finally {
+        await locks.releaseLocks(stamp);
+      }
+    });
+  });
+}
