@@ -16,6 +16,7 @@ import {
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { positional } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
 
 /** A business transaction on a plain driver connection (`$1` placeholders on both dialects). */
 interface BusinessTransaction {
@@ -104,7 +105,7 @@ for (const dialect of DIALECTS) {
       await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
       await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
       await db.query('INSERT INTO loans (id, balance) VALUES (1, 100), (2, 100), (3, 100), (4, 100)');
-      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'fence-1', url: db.url })] })
+      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'fence-1', url: db.url, leaseMs: 3000 })] })
       class AppModule {}
       const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
       moduleRef.useLogger(false);
@@ -271,6 +272,26 @@ for (const dialect of DIALECTS) {
         }
         expect(await repayments(loan)).toBe(1);
       });
+    });
+
+    it('never tells the holder of a committed fenced transaction that its grant was lost (its release follows)', async () => {
+      const committed = await locks.tryLocks(['LOAN:9_WRITE']);
+      const witness = await locks.tryLocks(['WITNESS_WRITE']);
+      const tx = await business.begin();
+      try {
+        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (9, 10)');
+        await fence.fenceAndCommit(tx.connection, committed);
+      } finally {
+        await tx.end();
+      }
+      const signal = locks.getSignal(committed);
+      const witnessSignal = locks.getSignal(witness);
+      // Both grants end behind their holder's back; the witness, not fenced, shows when the holder has noticed.
+      await admin.forceRelease(committed, 'after the commit');
+      await admin.forceRelease(witness, 'witness');
+      await until(() => witnessSignal.aborted, 20_000);
+      expect(signal.aborted).toBe(false);
+      await locks.releaseLocks(committed).catch(() => undefined);
     });
 
     it('refuses a pool, whose statements may each run outside the transaction', async () => {
