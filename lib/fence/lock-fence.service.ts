@@ -11,7 +11,7 @@ import { FENCE as POSTGRES_FENCE } from '../store/postgres/postgres-fence.querie
 import { isRowChangedSinceSnapshot, sqlStateOf, toLockError } from '../store/postgres/pg-error.util.js';
 import { assertStamp } from '../utils/lock-validation.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import type { LockFenceConnection, LockFenceStatement } from './lock-fence.interface.js';
+import type { LockFenceConnection, LockFenceStatement, LockFenceStep } from './lock-fence.interface.js';
 
 /**
  * Fenced transactions in the application's own data layer: a business transaction opened with `pg`, `mysql2` (or,
@@ -63,7 +63,58 @@ export class LockFence {
    * @throws InvalidLockArgumentError for a bad stamp, or a pool or callback-style connection.
    */
   async fence(connection: LockFenceConnection, stamp: number): Promise<void> {
-    await this.send(connection, this.checked(connection, stamp));
+    assertTransactionConnection(connection);
+    await this.send(this.checked(stamp), queryOf(connection));
+  }
+
+  /**
+   * Sends the fence of `stamp` through `execute`, your data layer's way to run SQL inside its transaction, e.g. with
+   * Kysely `(s) => trx.executeQuery(CompiledQuery.raw(s.sql, [...s.params]))`; call it last in the transaction. It
+   * reads what `execute` returns as `pg`, `mysql2`, Kysely, Knex (`raw`), Drizzle (`execute`) or Prisma
+   * (`$executeRawUnsafe`) return it. To also hold the grant's lease expiry until the commit's outcome, run the
+   * transaction inside `transaction`.
+   * @throws LockLostError when the grant is lost: let the transaction roll back.
+   * @throws LockStoreError when the statement failed in the database.
+   * @throws InvalidLockArgumentError for a bad stamp, or a result of `execute` that is none of those shapes.
+   */
+  async fenceWith(stamp: number, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
+    await this.send(this.checked(stamp), execute);
+  }
+
+  /**
+   * Runs `run`, a transaction of your data layer that commits when its Promise resolves (Kysely's
+   * `db.transaction().execute`, Knex's and Drizzle's `transaction`, Prisma's interactive `$transaction`), handing it
+   * the fence of `stamp` to send last (as `fenceWith` does). From the fence until `run` settles, the grant's lease
+   * expiry waits for the outcome; once `run` resolved (committed), the grant is never declared lost: release it next.
+   * ```ts
+   * await fence.transaction(stamp, (fenced) =>
+   *   db.transaction().execute(async (trx) => {
+   *     await trx.updateTable('loans').set({ balance: 0 }).where('id', '=', id).execute();
+   *     await fenced((s) => trx.executeQuery(CompiledQuery.raw(s.sql, [...s.params])));
+   *   }),
+   * );
+   * ```
+   * @throws LockLostError from the fence when the grant is lost (`run` rejects with it: nothing was committed).
+   * @throws whatever `run` throws.
+   */
+  async transaction<T>(stamp: number, run: (fenced: LockFenceStep) => Promise<T>): Promise<T> {
+    const statement = this.checked(stamp);
+    let inFlight = false;
+    const fenced: LockFenceStep = async (execute) => {
+      if (inFlight) return; // fenced already: its rows stay locked until the transaction ends
+      this.leases.awaitCommit([stamp]);
+      inFlight = true;
+      await this.send(statement, execute);
+    };
+    let value: T;
+    try {
+      value = await run(fenced);
+    } catch (error) {
+      if (inFlight) this.leases.commitEnded([stamp], { committed: false, failure: String(error) });
+      throw error;
+    }
+    if (inFlight) this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
+    return value;
   }
 
   /**
@@ -77,11 +128,12 @@ export class LockFence {
    * @throws InvalidLockArgumentError for a bad stamp, or a pool or callback-style connection.
    */
   async fenceAndCommit(connection: LockFenceConnection, stamp: number): Promise<void> {
-    const statement = this.checked(connection, stamp);
+    assertTransactionConnection(connection);
+    const statement = this.checked(stamp);
     this.leases.awaitCommit([stamp]);
     try {
       try {
-        await this.send(connection, statement);
+        await this.send(statement, queryOf(connection));
       } catch (error) {
         await connection.query('ROLLBACK', []).catch(() => undefined);
         throw error;
@@ -94,21 +146,20 @@ export class LockFence {
     this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
   }
 
-  /** The statement of `stamp`, once the arguments are checked and the grant is not known lost here. */
-  private checked(connection: LockFenceConnection, stamp: number): LockFenceStatement {
+  /** The statement of `stamp`, once the stamp is checked and the grant is not known lost here. */
+  private checked(stamp: number): LockFenceStatement {
     const statement = this.statement(stamp);
-    assertTransactionConnection(connection);
     // The holder's side: a grant whose lease ran out on this process's clock is not committed on.
     if (!this.leases.isHeld(stamp)) throw new LockLostError(stamp, 'it is not held by this process (released, lost or never taken)');
     return statement;
   }
 
   /** Sends the fence; a grant found lost is told to its signal and thrown as `LockLostError`. */
-  private async send(connection: LockFenceConnection, statement: LockFenceStatement): Promise<void> {
+  private async send(statement: LockFenceStatement, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
     const [stamp] = statement.params;
     let result: unknown;
     try {
-      result = await connection.query(statement.sql, [...statement.params]);
+      result = await execute(statement);
     } catch (error) {
       // Above READ COMMITTED: the grant's lock rows were deleted after the transaction's snapshot.
       if (this.dialect === 'postgres' && isRowChangedSinceSnapshot(error)) throw this.lost(stamp);
@@ -134,11 +185,42 @@ export class LockFence {
   }
 }
 
-/** Whether the fence's result, as `pg` or `mysql2/promise` returns it, shows the grant fenced. */
+/** `connection.query` as a fence executor. */
+function queryOf(connection: LockFenceConnection): (statement: LockFenceStatement) => Promise<unknown> {
+  return (statement) => connection.query(statement.sql, [...statement.params]);
+}
+
+/** What a data layer may return for a statement: a count, rows, or a result object. */
+interface FenceResult {
+  readonly rowCount?: unknown;
+  readonly rows?: unknown;
+  readonly affectedRows?: unknown;
+  readonly numAffectedRows?: unknown;
+}
+
+/**
+ * Whether the fence's result shows the grant fenced: one row returned (PostgreSQL) or affected (MySQL/MariaDB), as
+ * `pg` (`rowCount`), `mysql2` (`[{ affectedRows }]`), Kysely (`rows`, `numAffectedRows`), Knex's `raw`, Drizzle's
+ * `execute` and Prisma's `$executeRawUnsafe` (a count) return it.
+ * @throws InvalidLockArgumentError for a result of none of these shapes.
+ */
 function isFenced(dialect: LockDialect, result: unknown): boolean {
-  if (dialect === 'postgres') return (result as { rowCount?: unknown } | null)?.rowCount === 1;
-  const header: unknown = Array.isArray(result) ? result[0] : result;
-  return (header as { affectedRows?: unknown } | null)?.affectedRows === 1;
+  if (typeof result === 'number' || typeof result === 'bigint') return Number(result) === 1;
+  if (Array.isArray(result)) {
+    if (dialect === 'postgres') return result.length === 1; // the rows
+    return isFenced(dialect, result[0]); // mysql2's [ResultSetHeader, fields]
+  }
+  const value = (result ?? {}) as FenceResult;
+  const count =
+    dialect === 'postgres'
+      ? (value.rowCount ?? (Array.isArray(value.rows) ? value.rows.length : undefined))
+      : (value.affectedRows ?? value.numAffectedRows);
+  if (typeof count === 'number' || typeof count === 'bigint') return Number(count) === 1;
+  throw new InvalidLockArgumentError(
+    'result of the fence statement',
+    typeof result,
+    "what the data layer's query returns (pg's result, mysql2's [header], Kysely's { rows, numAffectedRows }, a count)",
+  );
 }
 
 /** Refuses what cannot hold a transaction: a pool (`pg.Pool`, a mysql2 pool), or mysql2's callback API. */
