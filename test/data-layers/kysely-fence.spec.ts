@@ -1,13 +1,10 @@
-import { type INestApplicationContext, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
 import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect, type Transaction } from 'kysely';
 import { createPool } from 'mysql2';
 import pg from 'pg';
-import { LockAdminService, LockFence, type LockFenceStatement, LockLostError, LockModule, LockService } from 'nestjs-db-locks';
+import { LockAdminService, LockFence, type LockFenceStatement, LockLostError, LockService } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';
-import { until } from '../support/until.js';
+import { type LoanDesk, openLoanDesk } from './loan-desk.js';
 
 /** The application's tables, as Kysely types them. */
 interface Database {
@@ -21,18 +18,14 @@ const through = (trx: Transaction<Database>) => (s: LockFenceStatement) =>
 
 for (const dialect of DIALECTS) {
   dialect.describe(`LockFence with Kysely on ${dialect.name}`, () => {
+    let desk: LoanDesk;
     let db: TestDatabase;
-    let app: INestApplicationContext;
     let locks: LockService;
     let fence: LockFence;
     let admin: LockAdminService;
     let kysely: Kysely<Database>;
-
-    const pastLease = dialect.name === 'PostgreSQL' ? `now() - interval '1 hour'` : 'UTC_TIMESTAMP(6) - INTERVAL 1 HOUR';
-    const repayments = async (loan: number) =>
-      Number((await kysely.selectFrom('repayments').select((eb) => eb.fn.countAll().as('n')).where('loan_id', '=', loan).executeTakeFirstOrThrow()).n);
-    const logStatus = async (stamp: number) =>
-      (await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]))[0]?.status;
+    const repayments = (loan: number) => desk.repayments(loan);
+    const logStatus = (stamp: number) => desk.logStatus(stamp);
     /** One repayment written under `stamp` in a Kysely transaction, fenced through `LockFence.transaction`. */
     const repay = (stamp: number, loan: number) =>
       fence.transaction(stamp, (fenced) =>
@@ -43,18 +36,8 @@ for (const dialect of DIALECTS) {
       );
 
     beforeAll(async () => {
-      db = await dialect.createDatabase();
-      await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
-      await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
-      await db.query('INSERT INTO loans (id, balance) VALUES (4, 100)');
-      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'kysely-1', url: db.url, leaseMs: 3000 })] })
-      class AppModule {}
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-      moduleRef.useLogger(false);
-      app = await moduleRef.init();
-      locks = app.get(LockService);
-      fence = app.get(LockFence);
-      admin = app.get(LockAdminService);
+      desk = await openLoanDesk(dialect, 'kysely-1');
+      ({ db, locks, fence, admin } = desk);
       kysely = new Kysely<Database>({
         dialect:
           dialect.name === 'PostgreSQL'
@@ -64,8 +47,7 @@ for (const dialect of DIALECTS) {
     });
     afterAll(async () => {
       await kysely?.destroy();
-      await app?.close();
-      await db?.drop();
+      await desk?.close();
     });
 
     it('commits a fenced write while the grant is held (transaction and fenceWith)', async () => {
@@ -103,7 +85,7 @@ for (const dialect of DIALECTS) {
     it('rolls the write back with LockLostError when the grant was reaped before the commit', async () => {
       const stamp = await locks.tryLocks(['LOAN:3_WRITE']);
       const signal = locks.getSignal(stamp);
-      await db.query(`UPDATE locking_log SET lease_expires = ${pastLease} WHERE stamp = $1`, [stamp]);
+      await db.query(`UPDATE locking_log SET lease_expires = ${desk.pastLease} WHERE stamp = $1`, [stamp]);
       expect(await locks.reapStaleLocks()).toBeGreaterThanOrEqual(1);
       await expect(
         kysely.transaction().execute(async (trx) => {
@@ -153,16 +135,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('never tells the holder of a committed fenced transaction that its grant was lost (its release follows)', async () => {
-      const committed = await locks.tryLocks(['LOAN:9_WRITE']);
-      const witness = await locks.tryLocks(['WITNESS_WRITE']);
-      await repay(committed, 9);
-      const signal = locks.getSignal(committed);
-      const witnessSignal = locks.getSignal(witness);
-      await admin.forceRelease(committed, 'after the commit');
-      await admin.forceRelease(witness, 'witness');
-      await until(() => witnessSignal.aborted, 20_000);
-      expect(signal.aborted).toBe(false);
-      await locks.releaseLocks(committed).catch(() => undefined);
+      expect(await desk.toldLostAfterCommit((stamp) => repay(stamp, 9))).toBe(false);
     });
   });
 }

@@ -1,7 +1,4 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type INestApplicationContext, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
 import {
@@ -10,13 +7,12 @@ import {
   LockFence,
   type LockFenceConnection,
   LockLostError,
-  LockModule,
   LockService,
 } from 'nestjs-db-locks';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { positional } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
-import { until } from '../support/until.js';
+import { type LoanDesk, openLoanDesk } from './loan-desk.js';
 
 /** A business transaction on a plain driver connection (`$1` placeholders on both dialects). */
 interface BusinessTransaction {
@@ -86,39 +82,23 @@ function businessPool(dialect: TestDialect, url: string): BusinessPool {
 
 for (const dialect of DIALECTS) {
   dialect.describe(`LockFence on a plain driver (${dialect.name === 'PostgreSQL' ? 'pg' : 'mysql2'}), ${dialect.name}`, () => {
+    let desk: LoanDesk;
     let db: TestDatabase;
-    let app: INestApplicationContext;
     let locks: LockService;
     let fence: LockFence;
     let admin: LockAdminService;
     let business: BusinessPool;
-
-    const pastLease =
-      dialect.name === 'PostgreSQL' ? `now() - interval '1 hour'` : 'UTC_TIMESTAMP(6) - INTERVAL 1 HOUR';
-    const repayments = async (loan: number) =>
-      Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM repayments WHERE loan_id = $1', [loan]))[0]!.n);
-    const logStatus = async (stamp: number) =>
-      (await db.query<{ status: string }>('SELECT status FROM locking_log WHERE stamp = $1', [stamp]))[0]?.status;
+    const repayments = (loan: number) => desk.repayments(loan);
+    const logStatus = (stamp: number) => desk.logStatus(stamp);
 
     beforeAll(async () => {
-      db = await dialect.createDatabase();
-      await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
-      await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
-      await db.query('INSERT INTO loans (id, balance) VALUES (1, 100), (2, 100), (3, 100), (4, 100)');
-      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'fence-1', url: db.url, leaseMs: 3000 })] })
-      class AppModule {}
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-      moduleRef.useLogger(false);
-      app = await moduleRef.init();
-      locks = app.get(LockService);
-      fence = app.get(LockFence);
-      admin = app.get(LockAdminService);
+      desk = await openLoanDesk(dialect, 'fence-1');
+      ({ db, locks, fence, admin } = desk);
       business = businessPool(dialect, db.url);
     });
     afterAll(async () => {
       await business?.close();
-      await app?.close();
-      await db?.drop();
+      await desk?.close();
     });
 
     it('commits a fenced write while the grant is held, the grant marked business done', async () => {
@@ -172,7 +152,7 @@ for (const dialect of DIALECTS) {
       try {
         await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (3, 10)');
         // The holder froze past its lease (as far as the database can tell), and a reaper freed the grant.
-        await db.query(`UPDATE locking_log SET lease_expires = ${pastLease} WHERE stamp = $1`, [stamp]);
+        await db.query(`UPDATE locking_log SET lease_expires = ${desk.pastLease} WHERE stamp = $1`, [stamp]);
         expect(await locks.reapStaleLocks()).toBeGreaterThanOrEqual(1);
         await expect(fence.fence(tx.connection, stamp)).rejects.toBeInstanceOf(LockLostError);
         await tx.run('ROLLBACK');
@@ -275,23 +255,16 @@ for (const dialect of DIALECTS) {
     });
 
     it('never tells the holder of a committed fenced transaction that its grant was lost (its release follows)', async () => {
-      const committed = await locks.tryLocks(['LOAN:9_WRITE']);
-      const witness = await locks.tryLocks(['WITNESS_WRITE']);
-      const tx = await business.begin();
-      try {
-        await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (9, 10)');
-        await fence.fenceAndCommit(tx.connection, committed);
-      } finally {
-        await tx.end();
-      }
-      const signal = locks.getSignal(committed);
-      const witnessSignal = locks.getSignal(witness);
-      // Both grants end behind their holder's back; the witness, not fenced, shows when the holder has noticed.
-      await admin.forceRelease(committed, 'after the commit');
-      await admin.forceRelease(witness, 'witness');
-      await until(() => witnessSignal.aborted, 20_000);
-      expect(signal.aborted).toBe(false);
-      await locks.releaseLocks(committed).catch(() => undefined);
+      const told = await desk.toldLostAfterCommit(async (stamp) => {
+        const tx = await business.begin();
+        try {
+          await tx.run('INSERT INTO repayments (loan_id, amount) VALUES (9, 10)');
+          await fence.fenceAndCommit(tx.connection, stamp);
+        } finally {
+          await tx.end();
+        }
+      });
+      expect(told).toBe(false);
     });
 
     it('refuses a pool, whose statements may each run outside the transaction', async () => {
