@@ -29,6 +29,8 @@ import { migrationsRunOption, MODULE_EXTRAS_KEYS, MODULE_OPTIONS_KEYS } from './
 
 /**
  * Named read/write locks with permits in the application's PostgreSQL, MySQL or MariaDB database.
+ * With `forRoot({ appId, url })` (or `forRootAsync({ ownConnection: true, useFactory })` returning `url`) it opens a
+ * DataSource of its own and the application needs no TypeORM (docs/data-layers.md); otherwise:
  *
  * ```ts
  * @Module({
@@ -76,18 +78,18 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras, url?: u
   if (extras.dialect !== undefined && extras.dialect !== 'postgres' && extras.dialect !== 'mysql') {
     throw new LockConfigurationError(`LockModule option dialect must be 'postgres' or 'mysql' (got ${String(extras.dialect)})`);
   }
-  const own = url === undefined ? undefined : ownConnectionDialect(url, extras);
-  const dialect = own ?? extras.dialect ?? 'postgres';
+  const own = ownConnection(url, extras);
+  const dialect = own ? own.dialect : (extras.dialect ?? 'postgres');
   const tables = resolveLockTables({ schema: extras.schema, tablePrefix: extras.tablePrefix }, dialect);
   const interceptor: Provider[] =
     extras.mountHttpInterceptor === false ? [] : [{ provide: APP_INTERCEPTOR, useClass: LockHttpInterceptor }];
   const dataSource: Provider[] =
-    own === undefined ? [{ provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) }] : [...OWN_DATA_SOURCE_PROVIDERS];
+    own ? [...OWN_DATA_SOURCE_PROVIDERS] : [{ provide: LOCK_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) }];
   return {
     ...definition,
     imports: [
       ...(definition.imports ?? []),
-      ...(own === undefined ? [TypeOrmModule.forFeature([...lockEntities({ ...tables, dialect })], extras.dataSource)] : []),
+      ...(own ? [] : [TypeOrmModule.forFeature([...lockEntities({ ...tables, dialect })], extras.dataSource)]),
     ],
     providers: [
       ...(definition.providers ?? []),
@@ -102,22 +104,31 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras, url?: u
 }
 
 /**
- * The dialect of the library's own connection (`url`), checked against the extras that name the application's
- * DataSource: `dataSource` excludes it, and `dialect` must agree with the URL's scheme.
+ * Whether the library runs on a connection of its own (`url` given to `forRoot`, or `ownConnection` with the URL
+ * from `forRootAsync`'s factory), and its dialect when the URL is known now; checked against the extras that name the
+ * application's DataSource: `dataSource` excludes it, and `dialect` must agree with the URL's scheme.
  */
-function ownConnectionDialect(url: unknown, extras: LockModuleExtras): LockDialect {
-  const { dialect } = parseLockDatabaseUrl(url);
+function ownConnection(url: unknown, extras: LockModuleExtras): { readonly dialect: LockDialect | undefined } | undefined {
+  if (extras.ownConnection !== undefined && typeof extras.ownConnection !== 'boolean') {
+    throw new LockConfigurationError(`LockModule option ownConnection must be a boolean (got ${String(extras.ownConnection)})`);
+  }
+  if (url === undefined && extras.ownConnection !== true) return undefined;
+  if (url !== undefined && extras.ownConnection === false) {
+    throw new LockConfigurationError('LockModule option url opens a connection of the library\'s own: remove ownConnection: false');
+  }
   if (extras.dataSource !== undefined) {
     throw new LockConfigurationError(
-      `LockModule options url and dataSource exclude each other: url opens a DataSource of the library's own, ` +
+      `LockModule options url (or ownConnection) and dataSource exclude each other: url opens a DataSource of the library's own, ` +
         `dataSource names the application's TypeORM DataSource "${extras.dataSource}"; give one of them`,
     );
   }
+  if (url === undefined) return { dialect: extras.dialect }; // forRootAsync: the URL comes from the factory
+  const { dialect } = parseLockDatabaseUrl(url);
   if (extras.dialect !== undefined && extras.dialect !== dialect) {
     throw new LockConfigurationError(
       `LockModule option dialect is '${extras.dialect}' but url reaches ${dialect === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: ` +
         'remove dialect (the scheme of url gives it)',
     );
   }
-  return dialect;
+  return { dialect };
 }

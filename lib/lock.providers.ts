@@ -9,7 +9,7 @@ import { LockStore } from './store/lock.store.js';
 import { createJobRunStore, createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
 import { LockConfigurationError } from './errors/index.js';
-import type { LockTables } from './store/lock-tables.util.js';
+import { type LockTables, resolveLockTables } from './store/lock-tables.util.js';
 import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
 import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
@@ -40,18 +40,20 @@ export const resolvedOptionsProvider: Provider = {
  * The store over the module's DataSource (`LOCK_DATA_SOURCE`: the application's, default or named, or the library's
  * own with `url`), in its dialect. @internal
  */
-export function createLockStoreProvider(dialect: LockDialect, ownDataSource: boolean): Provider {
+export function createLockStoreProvider(dialect: LockDialect | undefined, ownDataSource: boolean): Provider {
   return {
     provide: LockStore,
     useFactory: (ds: DataSource, options: ResolvedLockOptions, telemetry: LockTelemetry) => {
       if (!ownDataSource && options.url !== undefined) {
         throw new LockConfigurationError(
           'LockModule option url shapes the module (it opens a DataSource of its own instead of using TypeORM\'s): give ' +
-            'it to LockModule.forRoot({ appId, url }) itself, not in the options a forRootAsync factory returns',
+            'LockModule.forRootAsync({ ownConnection: true, useFactory, ... }) when its factory returns url',
         );
       }
       const actual = lockDialectOf(ds);
-      if (actual !== dialect) {
+      // forRootAsync({ ownConnection }): the URL's scheme decides, and the tables' place must suit it.
+      if (dialect === undefined) resolveLockTables(options.tables, actual);
+      else if (actual !== dialect) {
         throw new LockConfigurationError(
           `The lock DataSource is ${actual === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}: configure ` +
             `LockModule.forRoot({ ..., dialect: '${actual}' }) (it picks the entities registered on the DataSource)`,

@@ -216,4 +216,12 @@ export interface LockModuleExtras extends LockTablesOptions {
    * @default true
    */
   mountHttpInterceptor?: boolean;
+  /**
+   * `LockModule.forRootAsync` only: the options its factory returns give `url`, and the library runs on a connection
+   * of its own opened with it (what `url` given to `forRoot` does by itself). The module must know it before the
+   * factory runs: it then registers nothing on a TypeORM DataSource of the application's. The dialect comes from the
+   * URL's scheme when the module starts.
+   * @default false (true with `forRoot({ url })`)
+   */
+  ownConnection?: boolean;
 }

@@ -1,7 +1,7 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { lockEntities } from '../entities/lock-entities.factory.js';
-import type { LockError } from '../errors/index.js';
+import { LockConfigurationError, type LockError } from '../errors/index.js';
 import { lockMigrations } from '../migrations/lock-migrations.factory.js';
 import { toMysqlLockError } from '../store/mysql/mysql-error.util.js';
 import { toLockError } from '../store/postgres/pg-error.util.js';
@@ -24,11 +24,18 @@ export class LockOwnDataSource implements OnApplicationShutdown {
 
   /**
    * Connects on `options.url` and, with `migrationsRun`, applies the lock migrations not run yet.
+   * @throws LockConfigurationError when the options have no `url` (a `forRootAsync` factory that gave none).
    * @throws LockStoreError when the database cannot be reached or a migration fails (the pool is closed again); a
    *   TypeORM error that is no driver's is kept as its `cause` too.
    */
   static async open(options: ResolvedLockOptions): Promise<LockOwnDataSource> {
-    const url = options.url as LockDatabaseUrl;
+    const { url } = options;
+    if (url === undefined) {
+      throw new LockConfigurationError(
+        'LockModule.forRootAsync({ ownConnection: true }) runs the library on a connection of its own: its factory must ' +
+          "return url (e.g. useFactory: (config: ConfigService) => ({ appId, url: config.get('DATABASE_URL') }))",
+      );
+    }
     const dataSource = new DataSource(ownDataSourceOptions(url, options));
     try {
       await dataSource.initialize();

@@ -71,6 +71,7 @@ export const MODULE_EXTRAS_KEYS = keysOf<LockModuleExtras>({
   schema: true,
   tablePrefix: true,
   mountHttpInterceptor: true,
+  ownConnection: true,
 });
 /** Every key of `LockModuleOptions`, for the check of `forRoot`'s own argument. @internal */
 export const MODULE_OPTIONS_KEYS: readonly string[] = MODULE_OPTION_KEYS;

@@ -93,6 +93,27 @@ for (const dialect of DIALECTS) {
       // The locked calls released their grants before the pool closed; the imperative grant is left to restart.
       expect((await lockRows(db)).filter((row) => row.lock_name !== 'LOAN:1')).toEqual([]);
     });
+
+    it('takes url from a forRootAsync factory with ownConnection: true', async () => {
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          ScheduleModule.forRoot(),
+          LockModule.forRootAsync({ ownConnection: true, useFactory: () => ({ appId: 'own-async', url: db.url }) }),
+        ],
+      }).compile();
+      moduleRef.useLogger(false);
+      const app = await moduleRef.init();
+      try {
+        const locks = app.get(LockService);
+        const stamp = await locks.tryLocks(['ASYNC_WRITE']);
+        expect(stamp).toBeGreaterThan(0);
+        expect((await lockRows(db)).some((row) => row.lock_name === 'ASYNC' && row.app_id === 'own-async')).toBe(true);
+        await locks.releaseLocks(stamp);
+      } finally {
+        await app.close();
+      }
+      await until(async () => (await libraryConnections(dialect.name)) === 0);
+    });
   });
 }
 
@@ -104,11 +125,21 @@ describe('LockModule.forRoot({ url }) configuration errors', () => {
 
   it('refuses url beside the application\'s DataSource, and a dialect that the scheme contradicts', () => {
     expect(() => LockModule.forRoot({ appId: 'a', url: 'postgres://localhost/app', dataSource: 'locks' })).toThrow(
-      /url and dataSource exclude each other/,
+      /options url \(or ownConnection\) and dataSource exclude each other/,
     );
     expect(() => LockModule.forRoot({ appId: 'a', url: 'mariadb://localhost/app', dialect: 'postgres' })).toThrow(
       /dialect is 'postgres' but url reaches MySQL\/MariaDB/,
     );
+  });
+
+  it('refuses ownConnection beside dataSource, and a forRootAsync factory that gives no url', async () => {
+    expect(() =>
+      LockModule.forRootAsync({ ownConnection: true, dataSource: 'locks', useFactory: () => ({ appId: 'a' }) }),
+    ).toThrow(/url \(or ownConnection\) and dataSource exclude each other/);
+    const moduleRef = Test.createTestingModule({
+      imports: [ScheduleModule.forRoot(), LockModule.forRootAsync({ ownConnection: true, useFactory: () => ({ appId: 'a' }) })],
+    });
+    await expect(moduleRef.compile()).rejects.toThrow(/its factory must return url/);
   });
 
   it('refuses migrationsRun without url', () => {
