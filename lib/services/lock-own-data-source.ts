@@ -7,6 +7,7 @@ import { toMysqlLockError } from '../store/mysql/mysql-error.util.js';
 import { toLockError } from '../store/postgres/pg-error.util.js';
 import type { LockDatabaseUrl } from '../utils/lock-url.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { retryingStartup } from '../utils/startup-retry.util.js';
 
 /** TypeORM's migrations table, as `nestjs-db-locks migrate` names it by default: neither runs a migration twice. */
 const MIGRATIONS_TABLE = 'migrations';
@@ -23,7 +24,9 @@ export class LockOwnDataSource implements OnApplicationShutdown {
   private constructor(readonly dataSource: DataSource) {}
 
   /**
-   * Connects on `options.url` and, with `migrationsRun`, applies the lock migrations not run yet.
+   * Connects on `options.url` (through transient failures, for up to `startupTimeoutMs`) and, with `migrationsRun`,
+   * applies the lock migrations not run yet.
+   * @throws LockStartupTimeoutError when the database did not answer within `startupTimeoutMs`.
    * @throws LockConfigurationError when the options have no `url` (a `forRootAsync` factory that gave none).
    * @throws LockStoreError when the database cannot be reached or a migration fails (the pool is closed again); a
    *   TypeORM error that is no driver's is kept as its `cause` too.
@@ -36,12 +39,20 @@ export class LockOwnDataSource implements OnApplicationShutdown {
           "return url (e.g. useFactory: (config: ConfigService) => ({ appId, url: config.get('DATABASE_URL') }))",
       );
     }
-    const dataSource = new DataSource(ownDataSourceOptions(url, options));
-    try {
-      await dataSource.initialize();
-    } catch (error) {
-      throw lockErrorOf(url, error, 'connect the lock DataSource (LockModule option url)');
-    }
+    const logger = new Logger('LockService');
+    const { startupTimeoutMs } = options;
+    const deadline = performance.now() + startupTimeoutMs;
+    const what = 'the first connection of the lock DataSource (LockModule option url)';
+    const dataSource = await retryingStartup({ what, deadline, startupTimeoutMs, logger }, async () => {
+      const attempt = new DataSource(ownDataSourceOptions(url, options));
+      try {
+        await attempt.initialize();
+        return attempt;
+      } catch (error) {
+        await attempt.driver.disconnect().catch(() => undefined); // a pool that never connected
+        throw lockErrorOf(url, error, 'connect the lock DataSource (LockModule option url)');
+      }
+    });
     if (options.migrationsRun) {
       try {
         await dataSource.runMigrations();

@@ -1,9 +1,10 @@
 import { Injectable, Module } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { LockConfigurationError, LockModule, LockService, WithLocks } from 'nestjs-db-locks';
+import { LockConfigurationError, LockModule, LockService, LockStartupTimeoutError, WithLocks } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import { lockRows } from '../support/lock-rows.js';
+import type { RestartableServer } from '../support/restartable-server.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
@@ -114,6 +115,61 @@ for (const dialect of DIALECTS) {
       }
       await until(async () => (await libraryConnections(dialect.name)) === 0);
     });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  dialect.describeRestartable(`LockModule.forRoot({ url }) while the server is down at start-up, on ${dialect.name}`, () => {
+    let server: RestartableServer;
+    beforeAll(async () => {
+      server = await dialect.startRestartable();
+    }, 120_000);
+    afterAll(async () => {
+      await server?.start();
+      await server?.destroy();
+    });
+
+    const start = (startupTimeoutMs: number) => {
+      @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'own-wait', url: server.url, startupTimeoutMs })] })
+      class AppModule {}
+      return Test.createTestingModule({ imports: [AppModule] })
+        .compile()
+        .then((moduleRef) => {
+          moduleRef.useLogger(false);
+          return moduleRef.init();
+        });
+    };
+
+    it('gives up with LockStartupTimeoutError once startupTimeoutMs has passed', async () => {
+      await server.stop();
+      try {
+        await expect(start(300)).rejects.toBeInstanceOf(LockStartupTimeoutError);
+      } finally {
+        await server.start();
+      }
+    }, 60_000);
+
+    it('waits for the server within startupTimeoutMs, then starts', async () => {
+      await server.stop();
+      let started = false;
+      const app = start(60_000).then((context) => {
+        started = true;
+        return context;
+      });
+      // Whatever the machine's load, nothing can start while the server is down.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(started).toBe(false);
+      await server.start();
+      const context = await app;
+      try {
+        const locks = context.get(LockService);
+        const stamp = await locks.tryLocks(['WAITED_WRITE']);
+        expect(stamp).toBeGreaterThan(0);
+        await locks.releaseLocks(stamp);
+      } finally {
+        await context.close();
+      }
+    }, 60_000);
   });
 }
 
