@@ -14,6 +14,11 @@ export interface LockFenceStatement {
   readonly params: readonly [stamp: number, appId: string];
   /** The database it is written for. */
   readonly dialect: 'postgres' | 'mysql';
+  /**
+   * The same statement with `?` placeholders, each value given as many times as the statement uses it, for layers
+   * that take no numbered placeholders (Knex's `raw`). On MySQL/MariaDB: `sql` and `params` themselves.
+   */
+  readonly positional: { readonly sql: string; readonly params: readonly unknown[] };
 }
 
 /**

@@ -11,6 +11,7 @@ import { FENCE as POSTGRES_FENCE } from '../store/postgres/postgres-fence.querie
 import { isRowChangedSinceSnapshot, sqlStateOf, toLockError } from '../store/postgres/pg-error.util.js';
 import { assertStamp } from '../utils/lock-validation.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { positionalSql } from './positional-sql.util.js';
 import type { LockFenceConnection, LockFenceStatement, LockFenceStep } from './lock-fence.interface.js';
 
 /**
@@ -51,8 +52,9 @@ export class LockFence {
    */
   statement(stamp: number): LockFenceStatement {
     assertStamp(stamp);
-    const sql = this.dialect === 'mysql' ? MYSQL_FENCE : POSTGRES_FENCE;
-    return { sql: inLockTables(sql, this.options.tables), params: [stamp, this.options.appId], dialect: this.dialect };
+    const sql = inLockTables(this.dialect === 'mysql' ? MYSQL_FENCE : POSTGRES_FENCE, this.options.tables);
+    const params = [stamp, this.options.appId] as const;
+    return { sql, params, dialect: this.dialect, positional: positionalSql(sql, params) };
   }
 
   /**
