@@ -44,7 +44,7 @@ export class LockOwnDataSource implements OnApplicationShutdown {
     const deadline = performance.now() + startupTimeoutMs;
     const what = 'the first connection of the lock DataSource (LockModule option url)';
     const dataSource = await retryingStartup({ what, deadline, startupTimeoutMs, logger }, async () => {
-      const attempt = new DataSource(ownDataSourceOptions(url, options));
+      const attempt = newDataSource(url, options);
       try {
         await attempt.initialize();
         return attempt;
@@ -70,6 +70,24 @@ export class LockOwnDataSource implements OnApplicationShutdown {
     await this.dataSource.destroy().catch((error: unknown) => {
       this.logger.warn(`Closing the lock DataSource failed: ${(error as Error).message}`);
     });
+  }
+}
+
+/**
+ * The library's own DataSource on `url`, not connected yet.
+ * @throws LockConfigurationError when the driver of the URL's scheme is not installed (TypeORM loads it here).
+ */
+function newDataSource(url: LockDatabaseUrl, options: ResolvedLockOptions): DataSource {
+  try {
+    return new DataSource(ownDataSourceOptions(url, options));
+  } catch (error) {
+    if ((error as Error | null)?.name !== 'DriverPackageNotInstalledError') throw error;
+    const driver = url.dialect === 'mysql' ? 'mysql2' : 'pg';
+    throw new LockConfigurationError(
+      `LockModule option url reaches ${url.dialect === 'mysql' ? 'MySQL/MariaDB' : 'PostgreSQL'}, whose driver is not ` +
+        `installed: run \`npm install ${driver}\``,
+      { cause: error },
+    );
   }
 }
 

@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Injectable, Module } from '@nestjs/common';
 import { Interval, ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
@@ -196,6 +199,17 @@ describe('LockModule.forRoot({ url }) configuration errors', () => {
       imports: [ScheduleModule.forRoot(), LockModule.forRootAsync({ ownConnection: true, useFactory: () => ({ appId: 'a' }) })],
     });
     await expect(moduleRef.compile()).rejects.toThrow(/its factory must return url/);
+  });
+
+  it('says which driver to install when the URL\'s is missing (dist/, mysql2 hidden)', async () => {
+    const child = fileURLToPath(new URL('./no-driver.child.mjs', import.meta.url));
+    const preload = fileURLToPath(new URL('../support/without-mysql2.cjs', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [child], {
+      env: { ...process.env, NODE_OPTIONS: `--require ${preload}` },
+    });
+    expect(stdout.trim()).toBe(
+      'LockConfigurationError: LockModule option url reaches MySQL/MariaDB, whose driver is not installed: run `npm install mysql2`',
+    );
   });
 
   it('refuses migrationsRun without url', () => {
