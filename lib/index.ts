@@ -4,6 +4,8 @@ export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.modul
 export { LockService } from './services/lock.service.js';
 export type { LockGrantHandle } from './services/lock-grant.handle.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
+export { LockFence } from './fence/lock-fence.service.js';
+export type { LockFenceConnection, LockFenceStatement, LockFenceStep } from './fence/lock-fence.interface.js';
 export { LockTestingModule, type LockTestingModuleOptions } from './testing/lock-testing.module.js';
 export { InMemoryLockDatabase } from './store/memory/memory-lock.database.js';
 export { WithLocks, type WithLocksDecorator, type MatchesLockFunction } from './decorators/with-locks.decorator.js';

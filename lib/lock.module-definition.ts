@@ -23,6 +23,7 @@ export const {
       mountHttpInterceptor: true,
       schema: undefined,
       tablePrefix: undefined,
+      ownConnection: undefined,
     },
     (definition, extras) => ({
       ...definition,

@@ -176,6 +176,23 @@ export interface LockModuleOptions {
    * @default 604800000 (7 days)
    */
   instanceRetentionMs?: number;
+  /**
+   * A connection string for a connection pool of the library's own: `postgres://` or `postgresql://` for PostgreSQL,
+   * `mysql://` or `mariadb://` for MySQL 8.0+ and MariaDB 10.6+ (the scheme picks the dialect). The application then
+   * needs no TypeORM of its own (Prisma, Drizzle, Kysely, Knex or plain drivers beside it): the library opens the pool
+   * when the module starts and closes it at `app.close()`, once every locked call has released its grants. Give it to
+   * `LockModule.forRoot()` itself (not through `forRootAsync`'s factory), and without the `dataSource` extra. The lock
+   * tables come from `nestjs-db-locks migrate`, or from `migrationsRun`. See docs/data-layers.md.
+   * @default undefined (the application's TypeORM DataSource)
+   */
+  url?: string;
+  /**
+   * With `url`: apply the lock migrations that have not run yet when the module starts, recorded in TypeORM's
+   * `migrations` table as `nestjs-db-locks migrate` records them. Start one instance at a time with it, or run the
+   * command in the deploy instead.
+   * @default false
+   */
+  migrationsRun?: boolean;
 }
 
 /**
@@ -207,4 +224,12 @@ export interface LockModuleExtras extends LockTablesOptions {
    * @default true
    */
   mountHttpInterceptor?: boolean;
+  /**
+   * `LockModule.forRootAsync` only: the options its factory returns give `url`, and the library runs on a connection
+   * of its own opened with it (what `url` given to `forRoot` does by itself). The module must know it before the
+   * factory runs: it then registers nothing on a TypeORM DataSource of the application's. The dialect comes from the
+   * URL's scheme when the module starts.
+   * @default false (true with `forRoot({ url })`)
+   */
+  ownConnection?: boolean;
 }

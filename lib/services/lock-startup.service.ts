@@ -1,20 +1,15 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AppIdInUseError, LockConfigurationError, LockStartupTimeoutError } from '../errors/index.js';
+import { AppIdInUseError, LockConfigurationError } from '../errors/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
-import { isTransientStoreFault } from '../store/transient-fault.util.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import { jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
+import { retryingStartup } from '../utils/startup-retry.util.js';
 import { InstanceLock } from './instance-lock.service.js';
 import { LockAcquisitions } from './lock-acquisitions.service.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockPermitsCache } from './lock-permits-cache.service.js';
 
-/** First pause of start-up after a transient failure (ms); it doubles, jittered. */
-const STARTUP_FIRST_DELAY_MS = 100;
-/** Longest pause of start-up between two tries (ms). */
-const STARTUP_MAX_DELAY_MS = 2_000;
 /** Claims refused by a "twin" tried again after a transient failure of the claim (a session of its own, exiting). */
 const TWIN_CHECKS_AFTER_FAULT = 3;
 
@@ -66,37 +61,15 @@ export class LockStartup {
     this.telemetry.observe({ held: () => leases.size, waiters: () => acquisitions.waiting, retries: () => store.retries });
   }
 
-  /**
-   * Runs `step` until it succeeds, trying again after a transient failure (a jittered pause doubling from 100 ms to
-   * 2 s) while `deadline` has not passed; the first failure is logged once with what start-up waits for. Once a
-   * transient failure was seen, an error that `afterFault` accepts is tried again too.
-   */
-  private async retrying<T>(
+  /** Runs one step of start-up through transient failures until `deadline` (`retryingStartup`). */
+  private retrying<T>(
     what: string,
     deadline: number,
     step: () => Promise<T>,
-    afterFault: (error: unknown) => boolean = () => false,
+    afterFault?: (error: unknown) => boolean,
   ): Promise<T> {
-    let delayMs = STARTUP_FIRST_DELAY_MS;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await step();
-        if (attempt > 1) this.logger.log(`Start-up went on: ${what} succeeded at attempt ${attempt}`);
-        return result;
-      } catch (error) {
-        if (!isTransientStoreFault(error) && !(attempt > 1 && afterFault(error))) throw error;
-        const left = deadline - performance.now();
-        if (left <= 0) throw new LockStartupTimeoutError(this.options.startupTimeoutMs, what, attempt, error);
-        if (attempt === 1) {
-          this.logger.warn(
-            `Start-up waits for the database: ${what} failed (${(error as Error).message}); trying again for up to ` +
-              `${Math.round(left)} ms more (LockModule option startupTimeoutMs)`,
-          );
-        }
-        await sleep(Math.min(left, jittered(delayMs)), NEVER);
-        delayMs = Math.min(delayMs * 2, STARTUP_MAX_DELAY_MS);
-      }
-    }
+    const { startupTimeoutMs } = this.options;
+    return retryingStartup({ what, deadline, startupTimeoutMs, logger: this.logger }, step, afterFault);
   }
 
   /**

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { LockConfigurationError } from '../errors/index.js';
 import type { LockModuleExtras, LockModuleOptions, LockPermits, LockRetryOptions, LockTelemetryOptions } from '../interfaces/index.js';
 import { DEFAULT_LOCK_TABLES, type LockTables } from '../store/lock-tables.util.js';
+import { type LockDatabaseUrl, parseLockDatabaseUrl, redactedUrl } from './lock-url.util.js';
 import { assertKnownKeys } from './option-keys.util.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
 import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, APP_ID_PATTERN, MAX_PERMITS } from '../lock.constants.js';
@@ -33,6 +34,10 @@ export interface ResolvedLockOptions {
   /** Where the lock tables are (the extras `schema` / `tablePrefix`, validated). */
   readonly tables: LockTables;
   readonly instanceRetentionMs: number;
+  /** The library's own connection (`url`), when given: the module then needs no TypeORM DataSource of the application. */
+  readonly url: LockDatabaseUrl | undefined;
+  /** Run the lock migrations on the library's own connection at start-up. */
+  readonly migrationsRun: boolean;
 }
 
 /** Every key of `LockModuleOptions`: a key added to the interface and not here fails to compile. */
@@ -57,6 +62,8 @@ const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
   directUrl: true,
   pooler: true,
   telemetry: true,
+  url: true,
+  migrationsRun: true,
 });
 /** Every key of `LockModuleExtras` (given to `forRoot` / `forRootAsync` themselves). @internal */
 export const MODULE_EXTRAS_KEYS = keysOf<LockModuleExtras>({
@@ -66,6 +73,7 @@ export const MODULE_EXTRAS_KEYS = keysOf<LockModuleExtras>({
   schema: true,
   tablePrefix: true,
   mountHttpInterceptor: true,
+  ownConnection: true,
 });
 /** Every key of `LockModuleOptions`, for the check of `forRoot`'s own argument. @internal */
 export const MODULE_OPTIONS_KEYS: readonly string[] = MODULE_OPTION_KEYS;
@@ -154,7 +162,24 @@ export function resolveLockOptions(
       0,
       Number.MAX_SAFE_INTEGER,
     ),
+    url: options.url === undefined ? undefined : parseLockDatabaseUrl(options.url),
+    migrationsRun: migrationsRunOption(options),
   };
+}
+
+/**
+ * `migrationsRun`: a boolean, and only with `url` (the application's own DataSource runs its migrations itself).
+ * @internal
+ */
+export function migrationsRunOption(options: Pick<LockModuleOptions, 'url' | 'migrationsRun'>): boolean {
+  const run = booleanOption('migrationsRun', options.migrationsRun, false);
+  if (run && options.url === undefined) {
+    throw new LockConfigurationError(
+      'LockModule option migrationsRun runs the lock migrations on the connection the library opens with url: give url, ' +
+        'or, with your TypeORM DataSource, put the lock migrations on it (migrations: [...LOCK_MIGRATIONS], migrationsRun: true)',
+    );
+  }
+  return run;
 }
 
 /** A `postgres://` or `postgresql://` URL (a socket folder goes in `?host=`), or undefined. */
@@ -169,7 +194,7 @@ function directUrlOption(value: unknown): string | undefined {
   if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
     throw new LockConfigurationError(
       'LockModule option directUrl must be a postgres:// connection string that reaches PostgreSQL directly (or ' +
-        `through a TCP proxy), e.g. 'postgres://user:password@db-host:5432/app' (got ${redacted(value)})`,
+        `through a TCP proxy), e.g. 'postgres://user:password@db-host:5432/app' (got ${redactedUrl(value)})`,
     );
   }
   return value as string;
@@ -183,11 +208,6 @@ function poolerOption(value: unknown): 'detect' | 'transaction' | 'session' {
     );
   }
   return value;
-}
-
-/** A rejected option value for an error message, without the password a connection string may carry. */
-function redacted(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value.replace(/\/\/([^:@/]*):[^@]*@/, '//$1:***@')) : String(value);
 }
 
 /** A nested options object (`retry`, `defaultPermits`, `telemetry`): an object of known keys, or `{}` when absent. */

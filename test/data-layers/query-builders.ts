@@ -1,0 +1,80 @@
+import { CompiledQuery, Kysely, MysqlDialect, PostgresDialect } from 'kysely';
+import knex from 'knex';
+import { createPool } from 'mysql2';
+import pg from 'pg';
+import type { LockFenceStatement } from 'nestjs-db-locks';
+import type { TestDialect } from '../support/dialects.js';
+
+/** The application's tables, as Kysely types them. */
+interface Database {
+  loans: { id: number; balance: number };
+  repayments: { loan_id: number; amount: number };
+}
+
+/** What the fence specs do inside one transaction of a data layer, written the way its users write it. */
+export interface LayerTransaction {
+  insertRepayment(loan: number, amount: number): Promise<void>;
+  balance(loan: number): Promise<number>;
+  setBalance(loan: number, balance: number): Promise<void>;
+  /** Sends a statement of `LockFence` through the transaction, as docs/<layer>.md shows it. */
+  readonly execute: (statement: LockFenceStatement) => Promise<unknown>;
+}
+
+/** A data layer's pool on the test database: transactions that commit when `fn` resolves and roll back when it rejects. */
+export interface LayerPool {
+  transaction<T>(fn: (trx: LayerTransaction) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** A data layer the fence specs run on. */
+export interface DataLayer {
+  readonly name: string;
+  open(dialect: TestDialect, url: string): LayerPool;
+}
+
+const kyselyLayer: DataLayer = {
+  name: 'Kysely',
+  open(dialect, url) {
+    const db = new Kysely<Database>({
+      dialect:
+        dialect.name === 'PostgreSQL'
+          ? new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 4 }) })
+          : new MysqlDialect({ pool: createPool({ uri: url, connectionLimit: 4 }) }),
+    });
+    return {
+      transaction: (fn) =>
+        db.transaction().execute((trx) =>
+          fn({
+            insertRepayment: async (loan, amount) => void (await trx.insertInto('repayments').values({ loan_id: loan, amount }).execute()),
+            balance: async (loan) =>
+              Number((await trx.selectFrom('loans').select('balance').where('id', '=', loan).executeTakeFirstOrThrow()).balance),
+            setBalance: async (loan, balance) => void (await trx.updateTable('loans').set({ balance }).where('id', '=', loan).execute()),
+            execute: (s) => trx.executeQuery(CompiledQuery.raw(s.sql, [...s.params])),
+          }),
+        ),
+      close: () => db.destroy(),
+    };
+  },
+};
+
+const knexLayer: DataLayer = {
+  name: 'Knex',
+  open(dialect, url) {
+    const db = knex({ client: dialect.name === 'PostgreSQL' ? 'pg' : 'mysql2', connection: url, pool: { min: 0, max: 4 } });
+    return {
+      transaction: (fn) =>
+        db.transaction((trx) =>
+          fn({
+            insertRepayment: async (loan, amount) => void (await trx('repayments').insert({ loan_id: loan, amount })),
+            balance: async (loan) => Number((await trx('loans').where({ id: loan }).first('balance')).balance),
+            setBalance: async (loan, balance) => void (await trx('loans').where({ id: loan }).update({ balance })),
+            execute: (s) => trx.raw(s.positional.sql, [...s.positional.params] as never),
+          }),
+        ),
+      close: () => db.destroy(),
+    };
+  },
+};
+
+/** The query builders of the fence specs. */
+export const DATA_LAYERS: readonly DataLayer[] = [kyselyLayer, knexLayer];
