@@ -78,20 +78,23 @@ for (const dialect of DIALECTS) dialect.describe(`holders app.close() waits for,
 
   it('ends a subscription still live when shutdownGraceMs is over: released first, then LockShutdownError', async () => {
     const app = await createLoggedLockApp(db.url, { appId: 'stream-cut', shutdownGraceMs: 500 }, 4, [Streams]);
-    let rowsWhenTold: Promise<unknown[]> | undefined;
+    let stamp = 0;
+    let heldWhenTold: boolean | undefined;
     const outcome = new Promise<unknown>((resolve) => {
       app.app.get(Streams).feed().subscribe({
         error: (error: unknown) => {
-          rowsWhenTold = rowsOf(db, 'stream-cut');
+          heldWhenTold = app.locks.isHeld(stamp);
           resolve(error);
         },
         complete: () => resolve('completed'),
       });
     });
     await until(async () => (await rowsOf(db, 'stream-cut')).length === 1);
+    stamp = Number((await rowsOf(db, 'stream-cut'))[0]!.stamp);
+    expect(app.locks.isHeld(stamp)).toBe(true);
     await app.close();
     expect(await outcome).toBeInstanceOf(LockShutdownError);
-    expect(await rowsWhenTold).toEqual([]); // released before the subscriber was told
+    expect(heldWhenTold).toBe(false); // released before the subscriber was told
     expect(await statusesOf(db, dialect, 'stream-cut')).toEqual(['RELEASED']);
     expect(app.log.lines.filter((line) => line.level !== 'log')).toEqual([
       {
