@@ -145,10 +145,15 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @returns the handle, or `undefined` when the group is not available (in time): `await using` accepts it.
    * @throws the errors of `tryLocks`.
    */
-  async acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
-    const stamp = await this.tryLocks(locks, options);
-    if (stamp === 0) return undefined;
-    return new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s), this.holder.hold);
+  acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
+    // Tracked from its start: a grant landing after shutdown began is a holder the shutdown still waits for.
+    return this.calls.starts(
+      (async () => {
+        const stamp = await this.tryLocks(locks, options);
+        if (stamp === 0) return undefined;
+        return new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s), this.holder.hold);
+      })(),
+    );
   }
 
   /**

@@ -28,6 +28,8 @@ export class LockedCallsTracker {
   private readonly calls = new Set<Promise<unknown>>();
   /** Each holder, with what settles once it has ended (its locks released). */
   private readonly holders = new Map<ShutdownHolder, Promise<unknown>>();
+  /** The acquisitions under way that make a holder when they succeed (`acquireLocks`). */
+  private readonly starting = new Set<Promise<unknown>>();
   /** When the grace period ends (`performance.now()`); undefined until shutdown begins. */
   private graceEnds?: number;
 
@@ -39,6 +41,17 @@ export class LockedCallsTracker {
     const forget = () => void this.calls.delete(call);
     call.then(forget, forget);
     return call;
+  }
+
+  /**
+   * Tracks an acquisition that registers a holder (`hold`) before it resolves, until it settles: an acquisition in
+   * flight when shutdown begins is waited for, then its holder. Returns it.
+   */
+  starts<T>(acquisition: Promise<T>): Promise<T> {
+    this.starting.add(acquisition);
+    const forget = () => void this.starting.delete(acquisition);
+    acquisition.then(forget, forget);
+    return acquisition;
   }
 
   /** Tracks `holder` until `ended` settles (its locks released); tells it at once when shutdown has begun. */
@@ -68,16 +81,18 @@ export class LockedCallsTracker {
   async holdersEnded(): Promise<void> {
     this.beginShutdown();
     const graceEnds = this.graceEnds!;
-    while (this.holders.size > 0 && performance.now() < graceEnds) {
+    const underWay = () => this.holders.size > 0 || this.starting.size > 0;
+    while (underWay() && performance.now() < graceEnds) {
       let timer: NodeJS.Timeout | undefined;
       const graceOver = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, graceEnds - performance.now());
       });
-      await Promise.race([Promise.allSettled([...this.holders.values()]), graceOver]);
+      await Promise.race([Promise.allSettled([...this.starting, ...this.holders.values()]), graceOver]);
       clearTimeout(timer);
     }
     // Ended here are the holders still there at the end of the grace period, and any that began meanwhile.
-    while (this.holders.size > 0) {
+    while (underWay()) {
+      await Promise.allSettled([...this.starting]);
       await Promise.all(
         [...this.holders.keys()].map(async (holder) => {
           this.logger.warn(

@@ -9,9 +9,9 @@ import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure, op
  * Observable that is never subscribed holds nothing. When the group is not available the subscription errors with
  * `LockNotAcquiredError`, or, with `onUnavailable: 'skip'`, completes without values.
  *
- * A subscription holding the group is a holder the shutdown waits for (`LockedCallsTracker.hold`): when
- * `shutdownGraceMs` ends before it does, it is unsubscribed from `source`, releases the group, then errors with
- * `LockShutdownError`.
+ * Each subscription is a holder the shutdown waits for (`LockedCallsTracker.hold`), from its start (its group may be
+ * granted just as shutdown begins) until it has released: when `shutdownGraceMs` ends before that, it is unsubscribed
+ * from `source`, releases the group, then errors with `LockShutdownError`.
  * @internal
  */
 export function lockPerSubscription(
@@ -23,10 +23,13 @@ export function lockPerSubscription(
     const unsubscribed = new AbortController();
     let scope: LockScope | undefined;
     let inner: Subscription | undefined;
+    /** The shutdown ended it: its subscriber gets `LockShutdownError`, once nothing is held. */
+    let endedByShutdown = false;
     let markEnded!: () => void;
     const ended = new Promise<void>((resolve) => (markEnded = resolve));
-    const closeThen = (forward: () => void) =>
-      void scope!.close().then(
+    const closeThen = (forward: () => void) => {
+      if (!scope) return;
+      void scope.close().then(
         () => {
           markEnded();
           forward();
@@ -37,23 +40,32 @@ export function lockPerSubscription(
           forward();
         },
       );
+    };
+    const shutdownError = () => subscriber.error(new LockShutdownError());
 
+    // A holder from the start: a subscription whose group is granted just as shutdown begins is waited for too.
+    holder.hold(
+      {
+        description: `A subscription of ${locked.target}`,
+        stopping: () => undefined, // an Observable has no channel for it: the grace period is its notice
+        end: () => {
+          endedByShutdown = true;
+          unsubscribed.abort(); // a wait for the group ends (with nothing held)
+          inner?.unsubscribe();
+          closeThen(shutdownError);
+          return ended;
+        },
+      },
+      ended,
+    );
     openScope(holder, locked, unsubscribed.signal).then(
       (opened) => {
-        if (!opened) return subscriber.complete();
+        if (!opened) {
+          markEnded();
+          return subscriber.complete();
+        }
         scope = opened;
-        holder.hold(
-          {
-            description: `A subscription of ${locked.target}`,
-            stopping: () => undefined, // an Observable has no channel for it: the grace period is its notice
-            end: () => {
-              inner?.unsubscribe();
-              closeThen(() => subscriber.error(new LockShutdownError()));
-              return ended;
-            },
-          },
-          ended,
-        );
+        if (endedByShutdown) return closeThen(shutdownError);
         if (subscriber.closed) return closeThen(() => undefined);
         inner = opened.run(() =>
           source.subscribe({
@@ -64,13 +76,15 @@ export function lockPerSubscription(
         );
       },
       (error: unknown) => {
-        if (!subscriber.closed) subscriber.error(error);
+        markEnded();
+        if (endedByShutdown) shutdownError();
+        else if (!subscriber.closed) subscriber.error(error);
       },
     );
     return () => {
       unsubscribed.abort(); // ends a wait for the group, if one is under way
       inner?.unsubscribe();
-      if (scope) closeThen(() => undefined);
+      closeThen(() => undefined);
     };
   });
 }

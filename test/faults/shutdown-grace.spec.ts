@@ -2,11 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockShutdownError, WithLocks } from 'nestjs-db-locks';
+import { LockConfigurationError, LockShutdownError, WithLocks } from 'nestjs-db-locks';
 import { NEVER, Observable, Subject } from 'rxjs';
 import { logRowsOf } from '../support/dialect-sql.js';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import { startHolder } from '../support/holder-process.js';
+import { createLockApp } from '../support/lock-app.js';
 import { createLoggedLockApp } from '../support/logged-lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import type { TestDatabase } from '../support/test-database.js';
@@ -52,6 +53,14 @@ for (const dialect of DIALECTS) dialect.describe(`holders app.close() waits for,
     db = await dialect.createDatabase();
   });
   afterAll(() => db?.drop());
+
+  it('refuses a shutdownGraceMs that is not a whole number of milliseconds, at start-up, naming it', async () => {
+    for (const shutdownGraceMs of [-1, 1.5, '10s']) {
+      const started = createLockApp(db.url, { appId: 'grace-option', shutdownGraceMs: shutdownGraceMs as number });
+      await expect(started).rejects.toThrow(LockConfigurationError);
+      await expect(started).rejects.toThrow(/shutdownGraceMs must be an integer from 0/);
+    }
+  });
 
   it('waits for a live subscription to end by itself, which releases before close() returns', async () => {
     ticks = new Subject<number>();
@@ -148,6 +157,37 @@ for (const dialect of DIALECTS) dialect.describe(`holders app.close() waits for,
           'the shutdown ended it and released them',
       },
     ]);
+  });
+
+  it('waits for a subscription and a handle whose groups are granted just as close() begins', async () => {
+    ticks = new Subject<number>();
+    const app = await createLoggedLockApp(db.url, { appId: 'granted-late', shutdownGraceMs: 120_000 }, 4, [Streams]);
+    const events: string[] = [];
+    // Both acquisitions are sent before close() begins (it refuses later ones) and land during it.
+    app.app.get(Streams).ticks().subscribe({
+      next: (value) => events.push(`next ${value}`),
+      error: (error: Error) => events.push(`error ${error.name}`),
+      complete: () => events.push('complete'),
+    });
+    const acquiring = app.locks.acquireLocks(['LATE_WRITE']);
+    const closing = app.close().then(() => events.push('closed'));
+    const block = (async () => {
+      await using grant = await acquiring;
+      // Granted after close() began: its signal has fired already.
+      if (!grant!.signal.aborted) await new Promise((resolve) => grant!.signal.addEventListener('abort', resolve, { once: true }));
+      events.push(`told ${(grant!.signal.reason as Error).name} ${app.locks.isHeld(grant!.stamp)}`);
+    })().then(() => events.push('released'));
+    await block;
+    await until(async () => (await rowsOf(db, 'granted-late')).length === 1); // the subscription's
+    await sleep(500);
+    expect(events).toEqual(['told LockShutdownError true', 'released']); // close() still waits for the subscription
+    ticks.next(1);
+    ticks.complete();
+    await closing;
+    expect(events).toEqual(['told LockShutdownError true', 'released', 'next 1', 'complete', 'closed']);
+    expect(await rowsOf(db, 'granted-late')).toEqual([]);
+    expect(await statusesOf(db, dialect, 'granted-late')).toEqual(['RELEASED', 'RELEASED']);
+    expect(app.log.lines.filter((line) => line.level !== 'log')).toEqual([]);
   });
 
   describe('a rolling deploy: SIGTERM to a replica with enableShutdownHooks()', () => {
