@@ -33,6 +33,15 @@ class Streams {
   }
 }
 
+/** An observer that records what a subscription receives in `events`. */
+function recordedIn(events: string[]) {
+  return {
+    next: (value: number) => events.push(`next ${value}`),
+    error: (error: Error) => events.push(`error ${error.name}`),
+    complete: () => events.push('complete'),
+  };
+}
+
 /** The statuses of the log rows of `appId`. */
 async function statusesOf(db: TestDatabase, dialect: TestDialect, appId: string): Promise<string[]> {
   return (await logRowsOf(db, dialect)).filter((row) => row.app_id === appId).map((row) => row.status);
@@ -66,11 +75,7 @@ for (const dialect of DIALECTS) dialect.describe(`holders app.close() waits for,
     ticks = new Subject<number>();
     const app = await createLoggedLockApp(db.url, { appId: 'stream-ends', shutdownGraceMs: 120_000 }, 4, [Streams]);
     const events: string[] = [];
-    app.app.get(Streams).ticks().subscribe({
-      next: (value) => events.push(`next ${value}`),
-      error: (error: Error) => events.push(`error ${error.name}`),
-      complete: () => events.push('complete'),
-    });
+    app.app.get(Streams).ticks().subscribe(recordedIn(events));
     await until(async () => (await rowsOf(db, 'stream-ends')).length === 1);
     const closing = app.close().then(() => events.push('closed'));
     await sleep(1_000); // today's close() was through in 0.5 s: it must still wait
@@ -164,11 +169,7 @@ for (const dialect of DIALECTS) dialect.describe(`holders app.close() waits for,
     const app = await createLoggedLockApp(db.url, { appId: 'granted-late', shutdownGraceMs: 120_000 }, 4, [Streams]);
     const events: string[] = [];
     // Both acquisitions are sent before close() begins (it refuses later ones) and land during it.
-    app.app.get(Streams).ticks().subscribe({
-      next: (value) => events.push(`next ${value}`),
-      error: (error: Error) => events.push(`error ${error.name}`),
-      complete: () => events.push('complete'),
-    });
+    app.app.get(Streams).ticks().subscribe(recordedIn(events));
     const acquiring = app.locks.acquireLocks(['LATE_WRITE']);
     const closing = app.close().then(() => events.push('closed'));
     const block = (async () => {
