@@ -1,11 +1,13 @@
-import type { Observable } from 'rxjs';
+import { type Observable, throwError } from 'rxjs';
 import { InvalidLockSpecError } from '../errors/index.js';
 import type { LockSpec, LockSpecsFactory, WithLocksOptions } from '../interfaces/index.js';
 import { LOCKS_METADATA, SCHEDULER_TYPE_METADATA } from '../lock.constants.js';
 import { LockJobs } from '../jobs/lock-jobs.service.js';
 import { takeScheduleInvocation } from '../jobs/schedule-invocation.context.js';
+import type { LockedCall } from '../services/lock-scope.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { copyMethodMetadata } from '../utils/copy-method-metadata.util.js';
+import { declaresObservable } from '../utils/method-return.util.js';
 import { resolveWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import { recordWithLocks } from './with-locks.registry.js';
 
@@ -38,7 +40,9 @@ export type WithLocksDecorator<A extends unknown[] = never[]> = <T extends Locka
 /**
  * Takes a group of locks before the method runs and releases it when the method settles (its Promise resolves or
  * rejects), once the nested calls reusing the grant have settled too. A method returning an Observable holds nothing
- * once it has returned it: each subscription takes the group and releases it on complete, error or unsubscribe.
+ * once it has returned it: each subscription takes the group and releases it on complete, error or unsubscribe. A
+ * method declared to return an Observable (`design:returntype`) returns one at once, as declared: it is called
+ * without taking anything, and its subscriptions are locked.
  * Works on controller handlers, provider methods and `@Cron` / `@Interval` / `@Timeout` jobs, in either order
  * relative to the other decorators.
  *
@@ -73,29 +77,47 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
     if (typeof original !== 'function') {
       throw new InvalidLockSpecError(label, '@WithLocks decorates methods only');
     }
+    /** Whether the method is declared to return an Observable: read at the first call, once decorators have run. */
+    let observable: boolean | undefined;
+    // The locked call of one invocation; throws when the call's lock names are invalid.
+    const locked = (thisArg: unknown, callArgs: unknown[], job: boolean): LockedCall<unknown> => {
+      const scheduled = job || Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
+      return {
+        target: label,
+        lock: lock.forCall(callArgs),
+        onUnavailable: lock.onUnavailable ?? (scheduled ? 'skip' : 'throw'),
+        call: () => Reflect.apply(original, thisArg, callArgs),
+      };
+    };
     // A Proxy keeps the method's name and length; the service is looked up when the method is called, so nothing
     // depends on module import order or lifecycle-hook order.
     const wrapped = new Proxy(original, {
-      // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
-      async apply(method, thisArg, callArgs) {
+      apply(method, thisArg, callArgs) {
         // A tick is the schedule's own invocation of this method on this instance (whatever decorators sit between);
-        // read before the first `await`, so that nothing else can take it.
+        // read before anything else, so that nothing else can take it.
         const invocation = takeScheduleInvocation(thisArg, propertyKey);
-        const service = LockServiceHost.resolve(thisArg, label);
-        const call = () => Reflect.apply(method, thisArg, callArgs);
-        const jobs = LockJobs.of(service);
-        const job = jobs?.catalog.jobOf(thisArg, propertyKey);
-        if (invocation && jobs && job) {
-          // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
-          return jobs.runTick(job, lock.forCall(callArgs), call, invocation.firedAt);
+        observable ??= declaresObservable(target, propertyKey);
+        if (observable && !invocation) {
+          // Declared to return an Observable: one at once, locked per subscription (errors are its errors).
+          try {
+            const service = LockServiceHost.resolve(thisArg, label);
+            const job = LockJobs.of(service)?.catalog.jobOf(thisArg, propertyKey) !== undefined;
+            return service.lockObservable(locked(thisArg, callArgs, job));
+          } catch (error) {
+            return throwError(() => error);
+          }
         }
-        const scheduled = job !== undefined || Reflect.getMetadata(SCHEDULER_TYPE_METADATA, wrapped) !== undefined;
-        return service.runLocked({
-          target: label,
-          lock: lock.forCall(callArgs),
-          onUnavailable: lock.onUnavailable ?? (scheduled ? 'skip' : 'throw'),
-          call,
-        });
+        // Always a Promise, also when the lookup fails: callers see a rejection, never a synchronous throw.
+        return (async () => {
+          const service = LockServiceHost.resolve(thisArg, label);
+          const jobs = LockJobs.of(service);
+          const job = jobs?.catalog.jobOf(thisArg, propertyKey);
+          if (invocation && jobs && job) {
+            // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
+            return jobs.runTick(job, lock.forCall(callArgs), () => Reflect.apply(method, thisArg, callArgs), invocation.firedAt);
+          }
+          return service.runLocked(locked(thisArg, callArgs, job !== undefined));
+        })();
       },
     });
     copyMethodMetadata(original, wrapped);

@@ -120,6 +120,17 @@ export interface LockModuleOptions {
    */
   startupTimeoutMs?: number;
   /**
+   * How long `app.close()` waits for the holders it cannot await as Promises: a live subscription of an Observable
+   * under `@WithLocks`, and an `acquireLocks` handle not yet released (its `signal` fires with `LockShutdownError` when
+   * `close()` begins). The grace period starts then, once for all of them; when it ends, the shutdown ends each one
+   * still holding (a subscription errors with `LockShutdownError` after its release; a handle is released for its
+   * holder, whose own `release()` later resolves) and logs a warning naming it, while the database is still open.
+   * `0` ends them at once. Locked calls returning a Promise (`@WithLocks`, `withLocks`) are awaited to their end,
+   * whatever this says.
+   * @default 10000
+   */
+  shutdownGraceMs?: number;
+  /**
    * PostgreSQL only: a connection string that reaches the server **directly** (or through a TCP proxy),
    * like Prisma's `directUrl`. The two sessions the library keeps for the life of the instance take a connection of
    * their own from it instead of the DataSource's pool: the app id's session advisory lock (which refuses twins) and

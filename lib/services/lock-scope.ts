@@ -6,6 +6,7 @@ import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util
 import type { BusyLock } from '../store/lock.store.js';
 import type { CommitOutcome } from './held-grant.state.js';
 import { ChainGrant, LockContext } from './lock-context.storage.js';
+import type { ShutdownHolder } from './locked-calls.tracker.js';
 
 /** What the runner needs from `LockService` (kept narrow to avoid a cycle; also the re-entrancy key). @internal */
 export interface LockHolder {
@@ -25,6 +26,8 @@ export interface LockHolder {
   awaitCommit(stamps: readonly number[]): void;
   /** That fenced commit ended (`LockLeases.commitEnded`). */
   commitEnded(stamps: readonly number[], outcome: CommitOutcome): void;
+  /** Makes `holder` one that shutdown tells and waits for, until `ended` settles (`LockedCallsTracker.hold`). */
+  hold(holder: ShutdownHolder, ended: Promise<unknown>): void;
 }
 
 /** One call of a locked method. @internal */

@@ -1,5 +1,6 @@
 import { type LockGrantHandle, OwnedLockGrant } from './lock-grant.handle.js';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import type { EntityManager } from 'typeorm';
 import { LockLostError, NoFencedTransactionError } from '../errors/index.js';
 import type {
@@ -44,6 +45,7 @@ import { LockStartup } from './lock-startup.service.js';
 import { LockTransactionContext } from './lock-transaction.storage.js';
 import type { LockedCall, LockHolder } from './lock-scope.js';
 import { runLocked } from './locked-call.runner.js';
+import { lockDeclaredObservable } from './locked-observable.runner.js';
 import { LockedCallsTracker } from './locked-calls.tracker.js';
 
 /**
@@ -68,6 +70,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     },
     awaitCommit: (stamps) => this.leases.awaitCommit(stamps),
     commitEnded: (stamps, outcome) => this.leases.commitEnded(stamps, outcome),
+    hold: (holder, ended) => this.calls.hold(holder, ended),
   };
 
   /** @internal Nest's injector creates the service: inject `LockService`, never construct it. */
@@ -139,13 +142,21 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   }
 
   /**
-   * `tryLocks` with a handle that releases the group at the end of an `await using` block (or on `release()`).
+   * `tryLocks` with a handle that releases the group at the end of an `await using` block (or on `release()`). The
+   * shutdown waits for a handle in use: its `signal` fires with `LockShutdownError` when `app.close()` begins, and
+   * `close()` waits for its release up to `shutdownGraceMs`, then releases the group itself.
    * @returns the handle, or `undefined` when the group is not available (in time): `await using` accepts it.
    * @throws the errors of `tryLocks`.
    */
-  async acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
-    const stamp = await this.tryLocks(locks, options);
-    return stamp > 0 ? new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s)) : undefined;
+  acquireLocks(locks: Iterable<LockSpec>, options: TryLocksOptions = {}): Promise<LockGrantHandle | undefined> {
+    // Tracked from its start: a grant landing after shutdown began is a holder the shutdown still waits for.
+    return this.calls.starts(
+      (async () => {
+        const stamp = await this.tryLocks(locks, options);
+        if (stamp === 0) return undefined;
+        return new OwnedLockGrant(stamp, this.leases.signal(stamp), (s) => this.releaseLocks(s), this.holder.hold);
+      })(),
+    );
   }
 
   /**
@@ -328,6 +339,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   /** The engine behind `@WithLocks` and `withLocks`. @internal */
   runLocked<T>(locked: LockedCall<T>): Promise<unknown> {
     return this.calls.track(this.telemetry.traceLocked(locked.target, () => runLocked(this.holder, locked)));
+  }
+
+  /** The engine behind `@WithLocks` on a method declared to return an Observable: returns one at once. @internal */
+  lockObservable(locked: LockedCall<unknown>): Observable<unknown> {
+    return lockDeclaredObservable(this.holder, locked);
   }
 
   /** This instance's health (app id, database, migrations, renewals): see `LockHealth`. Never rejects, never hangs. */

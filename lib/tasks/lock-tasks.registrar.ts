@@ -31,9 +31,10 @@ interface Task {
  * up overlapping runs.
  *
  * Shutdown has two steps. When `app.close()` begins (`onModuleDestroy`), the tasks leave the registry (the schedule
- * module clears it in the next phase) and only the lease renewal goes on, on a timer of its own, for as long as the
- * locked calls under way run: their grants stay renewed and the app id stays held. `stop()`, called once the last of
- * them has ended, stops it and awaits the run in flight.
+ * module clears it in the next phase), the holders that cannot be awaited as Promises are told (the signal of an
+ * `acquireLocks` handle fires with `LockShutdownError`) and `shutdownGraceMs` starts, and only the lease renewal goes
+ * on, on a timer of its own, for as long as the holders under way hold: their grants stay renewed and the app id stays
+ * held. `stop()`, called once the last of them has ended, stops it and awaits the run in flight.
  * @internal
  */
 @Injectable()
@@ -93,8 +94,12 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
     }
   }
 
-  /** Shutdown has begun: every task leaves the registry; the lease renewal goes on, on a timer of its own. */
+  /**
+   * Shutdown has begun: the holders are told; every task leaves the registry; the lease renewal goes on, on a timer of
+   * its own.
+   */
   onModuleDestroy(): void {
+    this.calls.beginShutdown();
     for (const task of this.tasks) {
       if (this.registry?.doesExist('interval', task.name)) this.registry.deleteInterval(task.name);
     }
@@ -106,14 +111,16 @@ export class LockTasksRegistrar implements OnApplicationBootstrap, OnModuleDestr
   }
 
   /**
-   * Awaits the locked calls under way, so that each releases its locks while the DataSource is still open (TypeORM
-   * destroys it in the next phase, `onApplicationShutdown`); meanwhile their leases are renewed and the app id stays
-   * held (a same-`appId` process is refused). Then the renewal stops; a grant still held outside a locked call (an
-   * imperative `tryLocks`) is reported lost to its holder (its rows stay until this `appId` starts again, or its
-   * lease ends); and last the app id is given up.
+   * Awaits the holders under way, so that each releases its locks while the DataSource is still open (TypeORM
+   * destroys it in the next phase, `onApplicationShutdown`): the locked calls to their end; the live subscriptions and
+   * `acquireLocks` handles within `shutdownGraceMs`, then ends and releases those still holding. Meanwhile their
+   * leases are renewed and the app id stays held (a same-`appId` process is refused). Then the renewal stops; a grant
+   * still held outside them (an imperative `tryLocks`) is reported lost to its holder (its rows stay until this `appId`
+   * starts again, or its lease ends); and last the app id is given up.
    */
   async beforeApplicationShutdown(): Promise<void> {
-    await this.calls.settled();
+    await Promise.all([this.calls.settled(), this.calls.holdersEnded()]);
+    await this.calls.settled(); // any call begun meanwhile (reusing a grant of a holder)
     await this.stop();
     for (const stamp of this.leases.stamps()) {
       this.leases.lose(stamp, 'the application shut down while it was held: it is no longer renewed');

@@ -30,3 +30,12 @@ function isObservableClass(type: unknown): boolean {
   const prototype = typeof type === 'function' ? (type.prototype as Record<string, unknown> | undefined) : undefined;
   return typeof prototype?.subscribe === 'function' && typeof prototype.pipe === 'function';
 }
+
+/**
+ * Whether TypeScript recorded `Observable` (a class with `subscribe` and `pipe`) as the declared return type of the
+ * method (`design:returntype`): then `@WithLocks` returns an Observable at once, as declared.
+ * @internal
+ */
+export function declaresObservable(prototype: object, name: string | symbol): boolean {
+  return isObservableClass(Reflect.getMetadata('design:returntype', prototype, name));
+}

@@ -27,6 +27,7 @@ export interface ResolvedLockOptions {
   readonly waitRecheckMs: number;
   readonly queryTimeoutMs: number;
   readonly startupTimeoutMs: number;
+  readonly shutdownGraceMs: number;
   /** The direct connection string of the kept sessions (PostgreSQL), when given. */
   readonly directUrl: string | undefined;
   readonly pooler: 'detect' | 'transaction' | 'session';
@@ -57,6 +58,7 @@ const MODULE_OPTION_KEYS = keysOf<LockModuleOptions>({
   waitRecheckMs: true,
   queryTimeoutMs: true,
   startupTimeoutMs: true,
+  shutdownGraceMs: true,
   instance: true,
   asyncRelease: true,
   directUrl: true,
@@ -151,6 +153,7 @@ export function resolveLockOptions(
     waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
     startupTimeoutMs: integerOption('startupTimeoutMs', options.startupTimeoutMs, 30_000, 0, MAX_INTERVAL_MS),
+    shutdownGraceMs: integerOption('shutdownGraceMs', options.shutdownGraceMs, 10_000, 0, MAX_INTERVAL_MS),
     directUrl: directUrlOption(options.directUrl),
     pooler: poolerOption(options.pooler),
     telemetry: telemetryOptions(options.telemetry),

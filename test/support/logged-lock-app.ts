@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { LoggerService, Type } from '@nestjs/common';
 import { Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockService } from 'nestjs-db-locks';
@@ -23,8 +23,13 @@ export class CapturedLog implements LoggerService {
 }
 
 /** `createLockApp`, with the application's log lines captured. */
-export async function createLoggedLockApp(url: string, options: TestLockOptions, poolSize = 4): Promise<LockApp & { log: CapturedLog }> {
-  @Module({ imports: lockAppImports(url, options, poolSize) })
+export async function createLoggedLockApp(
+  url: string,
+  options: TestLockOptions,
+  poolSize = 4,
+  providers: Type[] = [],
+): Promise<LockApp & { log: CapturedLog }> {
+  @Module({ imports: lockAppImports(url, options, poolSize), providers })
   class LoggedAppModule {}
 
   const log = new CapturedLog();
