@@ -1,6 +1,8 @@
 import type { PrismaClient } from '@prisma/client';
 import { LockAdminService, LockFence, LockLostError, LockService } from 'nestjs-db-locks';
+import { expireLeases } from '../support/dialect-sql.js';
 import { DIALECTS } from '../support/dialects.js';
+import { Gate } from '../support/gate.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { type LoanDesk, openLoanDesk } from './loan-desk.js';
 import { openPrisma, repay } from './prisma-repayments.js';
@@ -64,7 +66,7 @@ for (const dialect of DIALECTS) {
     it('rolls the write back with LockLostError when the grant was reaped before the commit', async () => {
       const stamp = await locks.tryLocks(['LOAN:3_WRITE']);
       const signal = locks.getSignal(stamp);
-      await db.query(`UPDATE locking_log SET lease_expires = ${desk.pastLease} WHERE stamp = $1`, [stamp]);
+      await expireLeases(db, dialect, stamp);
       expect(await locks.reapStaleLocks()).toBeGreaterThanOrEqual(1);
       await expect(repay(prisma, fence, stamp, 3, 10)).rejects.toBeInstanceOf(LockLostError);
       expect(await repayments(3)).toBe(0);
@@ -74,24 +76,16 @@ for (const dialect of DIALECTS) {
 
     it('lets two concurrent repayments of one loan never both commit', async () => {
       const first = await locks.tryLocks(['LOAN:4_WRITE']);
-      let resume!: () => void;
-      const resumed = new Promise<void>((resolve) => (resume = resolve));
-      let read!: () => void;
-      const hasRead = new Promise<void>((resolve) => (read = resolve));
+      const stall = new Gate();
       // The first repayment reads the balance, then stalls past a forced release of its grant.
-      const slow = repay(prisma, fence, first, 4, 60, {
-        afterRead: () => {
-          read();
-          return resumed;
-        },
-      });
-      await hasRead;
+      const slow = repay(prisma, fence, first, 4, 60, { afterRead: () => stall.pass() });
+      await stall.reached();
       await admin.forceRelease(first, 'stalled repayment');
       const second = await locks.tryLocks(['LOAN:4_WRITE']);
       expect(second).toBeGreaterThan(0);
       await repay(prisma, fence, second, 4, 60);
       await locks.releaseLocks(second);
-      resume();
+      stall.open();
       await expect(slow).rejects.toBeInstanceOf(LockLostError);
       expect(await repayments(4)).toBe(1);
       expect(await balance(4)).toBe(40);
