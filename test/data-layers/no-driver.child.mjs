@@ -2,7 +2,8 @@
 import 'reflect-metadata';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { LockModule } from '../../dist/index.js';
+// Loaded by its address at run time: the build (dist/), which the typecheck of a fresh clone runs before.
+const { LockModule } = await import(new URL('../../dist/index.js', import.meta.url).href);
 
 try {
   const url = 'mysql://nobody:secret@127.0.0.1:1/nothing';
