@@ -1,11 +1,11 @@
-import { LockShutdownError, LockStoreError, type LockService } from 'nestjs-db-locks';
+import { LockError, LockShutdownError, LockStoreError, type LockService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIALECTS } from '../support/dialects.js';
 import { watchProcess } from '../support/fault-load.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import type { RestartableServer } from '../support/restartable-server.js';
-import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { connectClient, createTestDatabase, type TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 /** How one wait ended, seen by its caller. */
@@ -56,6 +56,7 @@ const errorsOf = (ends: readonly WaitEnd[]) => ends.filter((end) => typeof end.o
 
 const LEASE_MS = 8000;
 const RECHECK_MS = 200;
+const HANDOVER_STORM_MS = 8000;
 const options = { leaseMs: LEASE_MS, renewIntervalMs: 500, reaperIntervalMs: 500, waitRecheckMs: RECHECK_MS, queryTimeoutMs: 1000 };
 
 for (const dialect of DIALECTS) dialect.describeRestartable(`waits through an outage on ${dialect.name}`, () => {
@@ -226,4 +227,59 @@ describe('waits while every backend of the instances is terminated again and aga
         `${loops.ends.filter((e) => e.outcome === 0).length} at their deadline, 0 errors; ${terminated} backends terminated\n`,
     );
   });
+
+  /**
+   * Backends terminated at every moment, a few milliseconds apart, while the instances open connections again and
+   * again (statements, the instance session, LISTEN): some are terminated right as their start-up ends, and the
+   * server's termination (57P01) reaches the client in the same read as its ReadyForQuery, while `pg-pool` hands it
+   * over (before the code awaiting the checkout runs).
+   */
+  it('never crashes the process (no unhandled error event), every failure is a LockError, and both instances grant afterwards', async () => {
+    const instances: LockService[] = [];
+    for (const appId of ['h1', 'h2']) {
+      const url = new URL(db.url);
+      url.searchParams.set('application_name', `pool-${appId}`);
+      instances.push((await apps.start(url.toString(), { appId, ...options, leaseMs: 3000, renewIntervalMs: 250 }, 4)).locks);
+    }
+    const untyped: unknown[] = [];
+    let running = true;
+    const loop = async (locks: LockService) => {
+      while (running) {
+        const stamp = await locks.tryLocks(['HANDOVER_WRITE'], { waitMs: 500 }).catch((error: unknown) => {
+          if (!(error instanceof LockError)) untyped.push(error);
+          return 0;
+        });
+        if (stamp > 0) await locks.releaseLocks(stamp).catch((error: unknown) => void (error instanceof LockError || untyped.push(error)));
+        else await sleep(5);
+      }
+    };
+    const loops = Promise.all(instances.flatMap((locks) => [loop(locks), loop(locks), loop(locks)]));
+    const admin = await connectClient(db.url);
+    let terminated = 0;
+    try {
+      const stormUntil = performance.now() + HANDOVER_STORM_MS;
+      while (performance.now() < stormUntil) {
+        const { rows } = await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+             AND (application_name LIKE 'pool-h%' OR application_name LIKE 'nestjs-db-locks h%')`,
+        );
+        terminated += rows.length;
+        await sleep(Math.random() * 10);
+      }
+    } finally {
+      running = false;
+      await loops;
+      await admin.end();
+    }
+    expect(watcher.problems).toEqual([]);
+    expect(untyped).toEqual([]);
+    expect(terminated).toBeGreaterThan(100);
+    // Both instances are whole again: each grants and releases.
+    for (const locks of instances) {
+      let stamp = 0;
+      await until(async () => (stamp = await locks.tryLocks(['AFTER_WRITE']).catch(() => 0)) > 0, 15_000);
+      await locks.releaseLocks(stamp);
+    }
+    process.stdout.write(`terminated at handover: ${terminated} backends terminated in ${HANDOVER_STORM_MS} ms, no unhandled error\n`);
+  }, 60_000);
 });

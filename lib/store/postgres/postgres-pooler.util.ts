@@ -35,15 +35,13 @@ const BACKEND_PID = 'SELECT pg_backend_pid() AS pid';
  */
 export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise<PoolTopology> {
   const a = await checkoutPgClient(pool, timeoutMs);
-  // A checked-out connection has no listener of the pool: a backend ended during the check (57P01) would emit an
-  // 'error' nobody handles, which crashes the process. Kept on a destroyed connection: it may still emit one.
-  a.on('error', ignore);
+  // Both connections have the checkout's 'error' listener until released (see checkoutPgClient): a backend ended
+  // during the check (57P01) fails the check, it does not crash the process.
   let b: PoolClient | undefined;
   let broken = false;
   try {
     b = await checkoutPgClient(pool, timeoutMs);
     let proven = announcedPid(a) !== announcedPid(b);
-    b.on('error', ignore);
     for (let round = 0; round < ROUNDS; round++) {
       const first = await pidOf(a, timeoutMs);
       try {
@@ -67,10 +65,8 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
     broken = true;
     throw error;
   } finally {
-    if (!broken) a.off('error', ignore).release();
-    else a.release(true);
-    if (!broken) b?.off('error', ignore).release();
-    else b?.release(true);
+    a.release(broken);
+    b?.release(broken);
   }
 }
 
@@ -110,6 +106,3 @@ export function recordPoolTopology(dataSource: DataSource, topology: PoolTopolog
 export function poolKeepsSessions(dataSource: DataSource): boolean {
   return topologies.get(dataSource) === 'session';
 }
-
-/** The listener of a checked-out connection's errors, which its statements report anyway. */
-function ignore(): void {}

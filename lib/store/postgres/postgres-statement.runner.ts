@@ -145,9 +145,8 @@ export class PostgresStatementRunner {
     // may already hold the name (42P05) or this one's may not (26000), and PgBouncer before 1.21 keeps neither.
     const named = borrowed !== undefined || poolKeepsSessions(this.dataSource);
     const statement = named || query.name === undefined ? query : { ...query, name: undefined };
-    // A checked-out connection has no listener of the pool: a server that ends the session right after the answer
-    // (shutdown, terminated backend) would emit an 'error' nobody handles, which crashes the process.
-    if (!borrowed) client.on('error', ignore);
+    // A pool connection has the checkout's 'error' listener until it is released (see checkoutPgClient): a server that
+    // ends the session right after the answer (shutdown, terminated backend) does not crash the process.
     onSent();
     let failure: unknown;
     try {
@@ -160,9 +159,8 @@ export class PostgresStatementRunner {
       const broken = failure !== undefined && (isConnectionFailure(failure) || isReadOnlyServerError(failure));
       if (borrowed) lane!.giveBack(borrowed, broken);
       else {
-        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled; it keeps
-        // its listener, since it may still emit an 'error' (the server ending it) while it is being destroyed.
-        if (!broken) client.off('error', ignore);
+        // A broken connection (or one whose statement timed out and may still run) is destroyed, not pooled (pg-pool
+        // listens to it while it is destroyed).
         client.release(broken);
       }
     }
@@ -177,6 +175,3 @@ export class PostgresStatementRunner {
     return pool;
   }
 }
-
-/** The listener of a connection's errors that its statement reports anyway. */
-function ignore(): void {}
