@@ -4,6 +4,8 @@ import { createPool } from 'mysql2';
 import pg from 'pg';
 import type { LockFenceStatement } from 'nestjs-db-locks';
 import type { TestDialect } from '../support/dialects.js';
+import { drizzleLayer } from './drizzle-layer.js';
+import { mikroOrmLayer } from './mikro-orm-layer.js';
 
 /** The application's tables, as Kysely types them. */
 interface Database {
@@ -76,5 +78,5 @@ const knexLayer: DataLayer = {
   },
 };
 
-/** The query builders of the fence specs. */
-export const DATA_LAYERS: readonly DataLayer[] = [kyselyLayer, knexLayer];
+/** The data layers of the fence specs (Drizzle's in drizzle-layer.ts, MikroORM's in mikro-orm-layer.ts). */
+export const DATA_LAYERS: readonly DataLayer[] = [kyselyLayer, knexLayer, drizzleLayer, mikroOrmLayer];
