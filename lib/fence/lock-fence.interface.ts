@@ -18,7 +18,12 @@ export interface LockFenceStatement {
    * The same statement with `?` placeholders, each value given as many times as the statement uses it, for layers
    * that take no numbered placeholders (Knex's `raw`). On MySQL/MariaDB: `sql` and `params` themselves.
    */
-  readonly positional: { readonly sql: string; readonly params: readonly unknown[] };
+  readonly positional: {
+    /** The statement, its values as `?` placeholders. */
+    readonly sql: string;
+    /** One value per `?`, in order. */
+    readonly params: readonly unknown[];
+  };
 }
 
 /**
