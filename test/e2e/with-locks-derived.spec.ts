@@ -136,7 +136,7 @@ for (const dialect of DIALECTS) dialect.describe(`@WithLocks with lock names der
     expect(tooLong.status).toBe(400);
     // The body names the problem without echoing the whole input.
     const { message } = (await tooLong.json()) as { message: string };
-    expect(message).toMatch(/at most 200 bytes of UTF-8 \(this one has 5005\)/);
+    expect(message).toMatch(/at most 200 bytes of UTF-8 \(this one has 5005 bytes\)/);
     expect(message.length).toBeLessThan(300);
     expect(ran).toEqual([]);
     expect(await logRows()).toEqual(before);
