@@ -106,9 +106,12 @@ for (const layer of DATA_LAYERS) {
         await admin.forceRelease(first, 'stalled repayment');
         const second = await locks.tryLocks(['LOAN:4_WRITE']);
         expect(second).toBeGreaterThan(0);
-        await repay60(second, () => Promise.resolve());
-        await locks.releaseLocks(second);
-        resume();
+        try {
+          await repay60(second, () => Promise.resolve());
+          await locks.releaseLocks(second);
+        } finally {
+          resume(); // also when the second fails: a first left stalled in its transaction would hang the pool's end
+        }
         await expect(slow).rejects.toBeInstanceOf(LockLostError);
         expect(await repayments(4)).toBe(1);
         const [loan] = await db.query<{ balance: number }>('SELECT balance FROM loans WHERE id = 4');
