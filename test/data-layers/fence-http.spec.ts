@@ -1,10 +1,9 @@
-import { Controller, type INestApplication, Module, Param, Post } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import { LockAdminService, LockFence, LockModule, LockService, WithLocks } from 'nestjs-db-locks';
+import { Controller, type INestApplication, Param, Post } from '@nestjs/common';
+import { LockAdminService, LockFence, LockService, WithLocks } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { type BusinessPool, businessPool } from './business-pool.js';
+import { listenWithoutTypeOrm } from './loans-http-app.js';
 
 let business: BusinessPool;
 /** Where the handler stops once it holds its lock: the test ends the grant meanwhile. */
@@ -44,15 +43,7 @@ for (const dialect of DIALECTS) {
       db = await dialect.createDatabase();
       await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
       business = businessPool(dialect, db.url);
-      @Module({
-        imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'fence-http', url: db.url })],
-        controllers: [LoansController],
-      })
-      class AppModule {}
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-      app = moduleRef.createNestApplication({ logger: false });
-      await app.listen(0, '127.0.0.1');
-      baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+      ({ app, baseUrl } = await listenWithoutTypeOrm(db.url, 'fence-http', LoansController));
     });
     afterAll(async () => {
       await business?.close();

@@ -1,12 +1,11 @@
 import type { PrismaClient } from '@prisma/client';
-import { Controller, type INestApplication, Module, Param, Post } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
-import { Test } from '@nestjs/testing';
-import { LockAdminService, LockFence, LockModule, LockService, WithLocks } from 'nestjs-db-locks';
+import { Controller, type INestApplication, Param, Post } from '@nestjs/common';
+import { LockAdminService, LockFence, LockService, WithLocks } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import { Gate } from '../support/gate.js';
 import { type LoanDesk, openLoanDesk } from './loan-desk.js';
 import { openPrisma, repay } from './prisma-repayments.js';
+import { listenWithoutTypeOrm } from './loans-http-app.js';
 
 let prisma: PrismaClient;
 /** Where a repayment stops before its fence while the test holds it (open otherwise), and the stamp it holds. */
@@ -43,15 +42,7 @@ for (const dialect of DIALECTS) {
           : 'ALTER TABLE repayments ADD COLUMN id int AUTO_INCREMENT PRIMARY KEY',
       );
       prisma = openPrisma(dialect, desk.db.url);
-      @Module({
-        imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'prisma-http', url: desk.db.url })],
-        controllers: [LoansController],
-      })
-      class AppModule {}
-      const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-      app = moduleRef.createNestApplication({ logger: false });
-      await app.listen(0, '127.0.0.1');
-      baseUrl = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+      ({ app, baseUrl } = await listenWithoutTypeOrm(desk.db.url, 'prisma-http', LoansController));
     });
     afterAll(async () => {
       await app?.close();
