@@ -17,6 +17,7 @@ import { LockJobs } from './jobs/lock-jobs.service.js';
 import { InstanceLock } from './services/instance-lock.service.js';
 import { LockAcquisitions } from './services/lock-acquisitions.service.js';
 import { LockDataSources } from './services/lock-data-sources.service.js';
+import { LockTransactionRunners } from './services/lock-transaction-runners.service.js';
 import { LockHealthCheck } from './services/lock-health.service.js';
 import { LockLeases } from './services/lock-leases.service.js';
 import { LockNotifications } from './services/lock-notifications.service.js';
@@ -113,6 +114,7 @@ export const LOCK_ENGINE_PROVIDERS: readonly Provider[] = [
   LockNotifications,
   LockHealthCheck,
   LockDataSources,
+  LockTransactionRunners,
   LockAcquisitions,
   LockStartup,
   LockService,

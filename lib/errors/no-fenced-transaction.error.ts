@@ -1,16 +1,21 @@
 import { LockError } from './lock.error.js';
 
 /**
- * `LockService.currentManager()` was called outside a fenced transaction: not inside a
- * `@WithLocks({ transaction })` method (or the nested calls it awaits), or after that transaction has ended (work the
- * method started but did not await).
+ * `LockService.currentManager()` (or `currentTransaction(runner)`) was called outside a fenced transaction of its
+ * kind: not inside a `@WithLocks({ transaction })` method (or the nested calls it awaits), inside one of another
+ * kind (a TypeORM transaction, or another runner's), or after that transaction has ended (work the method started but
+ * did not await).
  * @publicApi
  */
 export class NoFencedTransactionError extends LockError {
-  constructor() {
+  /**
+   * @param call the accessor that was called.
+   * @param option the `transaction` option that opens the transaction it reads.
+   */
+  constructor(call = 'currentManager()', option = 'transaction: true') {
     super(
-      'currentManager() needs a fenced transaction: call it inside a method decorated with ' +
-        '@WithLocks({ locks, transaction: true }), before that method has settled',
+      `${call} needs a fenced transaction: call it inside a method decorated with ` +
+        `@WithLocks({ locks, ${option} }), before that method has settled`,
     );
   }
 }

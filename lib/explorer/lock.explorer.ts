@@ -6,6 +6,7 @@ import { LockConfigurationError } from '../errors/index.js';
 import { withLocksOf } from '../decorators/with-locks.registry.js';
 import { jobIdentityOf } from '../jobs/job-catalog.js';
 import { LockDataSources } from '../services/lock-data-sources.service.js';
+import { LockTransactionRunners } from '../services/lock-transaction-runners.service.js';
 import { LockPermitsCache } from '../services/lock-permits-cache.service.js';
 import { LockServiceHost } from '../services/lock-service.host.js';
 import { LockService } from '../services/lock.service.js';
@@ -22,7 +23,8 @@ interface DecoratedMethod {
  * Finds every `@WithLocks` method of the application at start-up. Read-only: it binds each instance to this
  * application's `LockService` (so that several applications in one process stay apart), logs one line per method,
  * warns when a permits row makes a decorated lock impossible to take, and fails the start-up when a fenced
- * transaction names a DataSource the application does not register or when a method cannot return a Promise or an
+ * transaction names a DataSource the application does not register (or a runner it does not provide) or when a
+ * method cannot return a Promise or an
  * Observable (`returnTypeProblem`); declares each scheduled job under its identity (refusing a duplicate or a name
  * the history cannot hold) and registers its schedule in the run history. It never replaces a method; it patches this
  * application's `ScheduleExplorer` so that a tick is known as the schedule's own invocation and a scheduled method
@@ -41,6 +43,7 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
     private readonly service: LockService,
     private readonly permits: LockPermitsCache,
     private readonly dataSources: LockDataSources,
+    private readonly runners: LockTransactionRunners,
     private readonly lockJobs: LockJobs,
   ) {}
 
@@ -79,7 +82,8 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   /** Logs the decorated methods, checks their permits and DataSources, and registers the scheduled jobs' schedules. */
   async onApplicationBootstrap(): Promise<void> {
     for (const { label, lock } of this.methods) {
-      if (lock.transaction) this.dataSources.verify(lock.transaction.dataSource);
+      if (lock.transaction?.runner !== undefined) this.runners.verify(label, lock.transaction);
+      else if (lock.transaction) this.dataSources.verify(lock.transaction.dataSource);
       const specs = lock.requests?.map((r) => `${r.name}_${r.mode.toUpperCase()}`).join(', ') ?? 'locks from its arguments';
       this.logger.log(`@WithLocks ${label} → ${specs}${lock.transaction ? ', in a fenced transaction' : ''}`);
       for (const request of lock.requests ?? []) {

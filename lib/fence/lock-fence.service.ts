@@ -148,6 +148,15 @@ export class LockFence {
     this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
   }
 
+  /**
+   * Sends the fence of each of `stamps` (in stamp order, as every fence takes its rows) through `execute`: the fence of
+   * `@WithLocks({ transaction: { runner } })`, whose runner checked the grants are held here just before.
+   * @internal
+   */
+  async fenceEach(stamps: readonly number[], execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
+    for (const stamp of stamps) await this.send(this.statement(stamp), execute);
+  }
+
   /** The statement of `stamp`, once the stamp is checked and the grant is not known lost here. */
   private checked(stamp: number): LockFenceStatement {
     const statement = this.statement(stamp);

@@ -24,3 +24,8 @@ export type { LockTablesOptions } from './lock-tables-options.interface.js';
 export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 export type { LockJobOutcome, LockJobRuns, LockJobRun, LockJobInfo, LockJobRunQuery } from './lock-job.interface.js';
 export type { ScheduledTickOptions, ScheduledTickCron, ScheduledTickInterval } from './scheduled-tick-options.interface.js';
+export type {
+  LockTransactionRunner,
+  LockTransactionRunnerToken,
+  LockTransactionRunOptions,
+} from './lock-transaction-runner.interface.js';

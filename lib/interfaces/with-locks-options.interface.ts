@@ -1,4 +1,5 @@
 import type { LockJobRuns } from './lock-job.interface.js';
+import type { LockTransactionRunnerToken } from './lock-transaction-runner.interface.js';
 import type { LockRequest, LockSpec } from './lock-spec.interface.js';
 
 /**
@@ -45,6 +46,14 @@ export interface WithLocksTransactionOptions {
    * @default the DataSource `LockModule` uses
    */
   dataSource?: string;
+  /**
+   * Runs the method in a transaction of the application's own data layer instead of TypeORM's: the injection token of
+   * a `LockTransactionRunner` provider (or the runner itself). The method reaches the transaction through
+   * `LockService.currentTransaction(runner)`; the fence is sent through the runner as the last statement. The layer
+   * must reach the database that holds the lock tables. Checked at start-up; cannot be combined with `dataSource`.
+   * @default none: a TypeORM transaction on the DataSource of `dataSource`
+   */
+  runner?: LockTransactionRunnerToken;
 }
 
 /**
@@ -76,7 +85,8 @@ export interface WithLocksOptions<A extends unknown[] = never[]> {
   retryAfterSeconds?: number;
   /**
    * Runs the method in a **fenced transaction**: once the group is held, a transaction is opened on the DataSource;
-   * the method reaches its `EntityManager` through `LockService.currentManager()`; when the method resolves, the
+   * the method reaches its `EntityManager` through `LockService.currentManager()` (with `runner`: a transaction of
+   * the application's data layer, reached through `LockService.currentTransaction(runner)`); when the method resolves, the
    * grant's "business done" is recorded as the transaction's last statement (it fails if the grant was reaped or its
    * lease expired), then the transaction commits, then the group is released. A lost grant rolls the transaction
    * back and the call fails with `LockLostError` (HTTP 409). `true` uses the defaults of

@@ -89,8 +89,8 @@ async function fenceAndCommit(
   holder.commitEnded(stamps, { committed: true, releasing });
 }
 
-/** The grants the fenced call releases once it has committed: its own, and those of the nested calls it kept. */
-function releasedStamps(scope: LockScope, kept: readonly KeptScope[]): ReadonlySet<number> {
+/** The grants the fenced call releases once it has committed: its own, and those of the nested calls it kept. @internal */
+export function releasedStamps(scope: LockScope, kept: readonly KeptScope[]): ReadonlySet<number> {
   return new Set([scope, ...kept].flatMap((s) => (s.ownStamp === undefined ? [] : [s.ownStamp])));
 }
 
@@ -109,28 +109,30 @@ async function commit(runner: QueryRunner): Promise<void> {
  * Above READ COMMITTED the fence cannot read the lease the renewals keep moving (the snapshot shows an old one), and
  * this check is the lease's: the holder's deadline ends before the database's lease does. From business done on,
  * the rows it locks hold off every end of the grants until the COMMIT's outcome.
+ * @internal
  */
-function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
+export function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
   const lost = stamps.find((stamp) => !holder.isHeld(stamp));
   if (lost !== undefined) {
     throw new LockLostError(lost, holder.lossReason(lost) ?? 'its lease ended on this process before the commit');
   }
 }
 
-/** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). */
-function fencedStamps(scope: LockScope, kept: readonly KeptScope[]): number[] {
+/** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). @internal */
+export function fencedStamps(scope: LockScope, kept: readonly KeptScope[]): number[] {
   const stamps = new Set([...scope.stamps, ...kept.flatMap((k) => k.stamps)]);
   return [...stamps].sort((a, b) => a - b);
 }
 
-/** Releases nested scopes first, then the call's own; failures are logged. */
-async function releaseAll(target: string, scopes: readonly KeptScope[]): Promise<void> {
+/** Releases nested scopes first, then the call's own; failures are logged. @internal */
+export async function releaseAll(target: string, scopes: readonly KeptScope[]): Promise<void> {
   for (const scope of scopes) {
     await scope.close().catch((error: unknown) => logReleaseFailure(target, error));
   }
 }
 
-function codeOf(error: unknown): string | undefined {
+/** The driver's error code, if it has one. @internal */
+export function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }

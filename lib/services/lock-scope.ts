@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { IllegalMonitorStateError, LockNotAcquiredError, LockUpgradeError } from '../errors/index.js';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { LockMode, LockRequest } from '../interfaces/index.js';
-import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
+import type { LockMode, LockRequest, LockTransactionRunner } from '../interfaces/index.js';
+import type { ResolvedLockTransaction, ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
 import type { BusyLock } from '../store/lock.store.js';
 import type { CommitOutcome } from './held-grant.state.js';
 import { ChainGrant, LockContext } from './lock-context.storage.js';
@@ -20,6 +20,10 @@ export interface LockHolder {
   busyLocks(locks: readonly LockRequest[]): Promise<BusyLock[]>;
   /** The DataSource of a fenced transaction: the module's, or the one registered under `name`. */
   dataSource(name?: string): DataSource;
+  /** The runner of `@WithLocks({ transaction: { runner } })` (`LockConfigurationError` when it names none). */
+  transactionRunner(target: string, transaction: ResolvedLockTransaction): LockTransactionRunner;
+  /** Records "business done" for `stamps` (in stamp order) through `runner` inside its transaction `tx`; throws `LockLostError`. */
+  fenceInLayer(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void>;
   /** Records "business done" for `stamps` (in stamp order) inside the transaction of `manager`; throws `LockLostError`. */
   fence(stamps: readonly number[], manager: EntityManager): Promise<void>;
   /** A fenced commit relying on `stamps` begins: their lease expiry waits for its outcome (`LockLeases.awaitCommit`). */

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DataSource, EntityManager } from 'typeorm';
+import type { LockTransactionRunner } from '../interfaces/index.js';
 
 /** What a fenced transaction waits for before it releases them: the scopes of nested locked calls. @internal */
 export interface KeptScope {
@@ -12,8 +13,9 @@ export interface KeptScope {
 }
 
 /**
- * A fenced transaction opened by a `@WithLocks({ transaction })` call: its `EntityManager`, and the grants taken by
- * nested locked calls while it is open. Those are kept until it ends (two-phase locking): a nested call's writes
+ * A fenced transaction opened by a `@WithLocks({ transaction })` call: where it was opened (a TypeORM DataSource, or a
+ * `LockTransactionRunner` of the application's data layer), its transaction object (an `EntityManager`, or the
+ * runner's), and the grants taken by nested locked calls while it is open. Those are kept until it ends (two-phase locking): a nested call's writes
  * belong to this transaction, so its locks must outlive the commit and be fenced with it. @internal
  */
 export class FencedTransaction {
@@ -21,8 +23,12 @@ export class FencedTransaction {
   private readonly kept: KeptScope[] = [];
 
   constructor(
-    readonly dataSource: DataSource,
-    readonly manager: EntityManager,
+    /** The DataSource or the runner that opened it: a nested call asking for the same one joins it. */
+    readonly source: DataSource | LockTransactionRunner,
+    /** The `EntityManager` of a TypeORM transaction; undefined in a runner's. */
+    readonly manager: EntityManager | undefined,
+    /** The transaction object: the `EntityManager`, or what the runner handed to its work. */
+    readonly tx: unknown = manager,
   ) {}
 
   /** False once the method has settled: nothing joins it any more. */

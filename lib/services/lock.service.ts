@@ -13,6 +13,7 @@ import type {
   LockSpec,
   LockStats,
   ScheduledTickOptions,
+  LockTransactionRunnerToken,
   TryLocksOptions,
   WithLocksOptions,
 } from '../interfaces/index.js';
@@ -43,6 +44,7 @@ import { LockReaper } from './lock-reaper.service.js';
 import { LockServiceHost } from './lock-service.host.js';
 import { LockStartup } from './lock-startup.service.js';
 import { LockTransactionContext } from './lock-transaction.storage.js';
+import { LockTransactionRunners, runnerTokenName } from './lock-transaction-runners.service.js';
 import type { LockedCall, LockHolder } from './lock-scope.js';
 import { runLocked } from './locked-call.runner.js';
 import { lockDeclaredObservable } from './locked-observable.runner.js';
@@ -65,6 +67,11 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     lossReason: (stamp) => this.leases.lossReason(stamp),
     busyLocks: (locks) => this.store.busyLocks(locks),
     dataSource: (name) => this.dataSources.get(name),
+    transactionRunner: (target, transaction) => {
+      this.runners.verify(target, transaction);
+      return this.runners.get(target, transaction.runner!);
+    },
+    fenceInLayer: (runner, tx, stamps) => this.runners.fence(runner, tx, stamps),
     fence: async (stamps, manager) => {
       for (const stamp of stamps) await this.markBusinessDone(stamp, manager);
     },
@@ -86,6 +93,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     private readonly telemetry: LockTelemetry,
     private readonly dataSources: LockDataSources,
     private readonly calls: LockedCallsTracker,
+    private readonly runners: LockTransactionRunners,
   ) {}
 
   /** The `appId` this service takes and releases locks for. */
@@ -222,9 +230,29 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
    * @throws NoFencedTransactionError outside a fenced transaction, or once it has ended.
    */
   currentManager(): EntityManager {
+    const manager = LockTransactionContext.current(this.holder)?.manager;
+    if (!manager) throw new NoFencedTransactionError();
+    return manager;
+  }
+
+  /**
+   * The transaction object of the fenced transaction the current call chain runs in, opened by `runner` (a
+   * `@WithLocks({ transaction: { runner } })` method, or a call it awaits): Prisma's transaction client, Kysely's
+   * `Transaction`, Knex's `Transaction`, a `pg` client, … as the runner hands it to its work. Every write through it
+   * commits only if the grants are still held at the commit.
+   * ```ts
+   * const tx = this.locks.currentTransaction(PrismaLockTransactions); // Prisma.TransactionClient
+   * ```
+   * @param runner the token the decorator names (its type gives the transaction's).
+   * @throws NoFencedTransactionError outside a fenced transaction of that runner, or once it has ended.
+   */
+  currentTransaction<Tx>(runner: LockTransactionRunnerToken<Tx>): Tx {
     const transaction = LockTransactionContext.current(this.holder);
-    if (!transaction) throw new NoFencedTransactionError();
-    return transaction.manager;
+    const source = transaction?.manager === undefined ? transaction?.source : undefined;
+    if (!source || this.runners.get('currentTransaction()', runner) !== source) {
+      throw new NoFencedTransactionError('currentTransaction(runner)', `transaction: { runner: ${runnerTokenName(runner)} }`);
+    }
+    return transaction!.tx as Tx;
   }
 
   /**

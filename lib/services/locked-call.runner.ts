@@ -1,6 +1,7 @@
 import { isObservable } from 'rxjs';
 import { LockStoreError } from '../errors/index.js';
 import { runFenced } from './fenced-transaction.runner.js';
+import { runFencedInLayer } from './layer-transaction.runner.js';
 import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure, openScope } from './lock-scope.js';
 import { type FencedTransaction, LockTransactionContext } from './lock-transaction.storage.js';
 import { lockPerSubscription } from './locked-observable.runner.js';
@@ -14,17 +15,21 @@ import { lockPerSubscription } from './locked-observable.runner.js';
  * is logged only (it is retried in the background).
  *
  * Inside a fenced transaction of the chain, the call joins it: its grant is kept until the transaction ends, and
- * fenced with it. A call that asks for a transaction on another DataSource opens its own (`runFenced`).
+ * fenced with it. A call that asks for a transaction on another DataSource or runner opens its own (`runFenced`,
+ * `runFencedInLayer`).
  * @internal
  */
 export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): Promise<unknown> {
   const { transaction } = locked.lock;
-  // Resolved before anything is taken: an unknown DataSource name fails the call with nothing held.
-  const dataSource = transaction ? holder.dataSource(transaction.dataSource) : undefined;
+  // Resolved before anything is taken: an unknown DataSource name or runner fails the call with nothing held.
+  const runner = transaction?.runner === undefined ? undefined : holder.transactionRunner(locked.target, transaction);
+  const dataSource = transaction && !runner ? holder.dataSource(transaction.dataSource) : undefined;
+  const source = runner ?? dataSource;
   const scope = await openScope(holder, locked);
   if (!scope) return undefined;
   const open = LockTransactionContext.current(holder);
-  if (open && (dataSource === undefined || dataSource === open.dataSource)) return runJoined(locked, scope, open);
+  if (open && (source === undefined || source === open.source)) return runJoined(locked, scope, open);
+  if (runner) return runFencedInLayer(holder, locked, scope, runner, transaction?.isolation);
   if (dataSource) return runFenced(holder, locked, scope, dataSource, transaction?.isolation);
   let result: unknown;
   try {
@@ -47,7 +52,7 @@ export async function runLocked<T>(holder: LockHolder, locked: LockedCall<T>): P
   return isObservable(result) ? lockPerSubscription(holder, locked, result) : result;
 }
 
-/** Runs the call in the chain's open fenced transaction (any call, unless it asks for another DataSource); its scope is released when the transaction ends, not before. */
+/** Runs the call in the chain's open fenced transaction (any call, unless it asks for another DataSource or runner); its scope is released when the transaction ends, not before. */
 async function runJoined(locked: LockedCall<unknown>, scope: LockScope, transaction: FencedTransaction): Promise<unknown> {
   const settle = async () => {
     if (!transaction.keep(scope)) await scope.close();

@@ -5,6 +5,7 @@ import type {
   LockSpec,
   LockSpecsFactory,
   LockTransactionIsolation,
+  LockTransactionRunnerToken,
   LockUnavailableAction,
   WithLocksOptions,
 } from '../interfaces/index.js';
@@ -15,6 +16,8 @@ import { parseLockGroup } from './parse-lock-spec.util.js';
 export interface ResolvedLockTransaction {
   readonly isolation?: LockTransactionIsolation;
   readonly dataSource?: string;
+  /** A runner of the application's data layer (checked at start-up and at the call: `LockTransactionRunners`). */
+  readonly runner?: LockTransactionRunnerToken;
 }
 
 /** One call's `WithLocksOptions`, validated and parsed: the group in canonical order. @internal */
@@ -98,14 +101,14 @@ function resolveTransaction(options: WithLocksOptions<unknown[]>): ResolvedLockT
   if (transaction === undefined || transaction === false) return undefined;
   if (transaction === true) return {};
   if (typeof transaction !== 'object' || transaction === null) {
-    throw new InvalidLockSpecError(options, 'transaction must be true, false or { isolation, dataSource }');
+    throw new InvalidLockSpecError(options, 'transaction must be true, false or { isolation, dataSource } or { isolation, runner }');
   }
-  const { isolation, dataSource } = transaction;
+  const { isolation, dataSource, runner } = transaction;
   if (isolation !== undefined && !ISOLATIONS.has(isolation)) {
     throw new InvalidLockSpecError(options, `transaction.isolation must be one of ${[...ISOLATIONS].join(', ')}`);
   }
   if (dataSource !== undefined && (typeof dataSource !== 'string' || dataSource.length === 0)) {
     throw new InvalidLockSpecError(options, 'transaction.dataSource must be the name of a registered DataSource');
   }
-  return { isolation, dataSource };
+  return runner === undefined ? { isolation, dataSource } : { isolation, dataSource, runner };
 }

@@ -1,0 +1,67 @@
+import { isObservable } from 'rxjs';
+import { InvalidLockSpecError, LockStoreError } from '../errors/index.js';
+import type { LockTransactionIsolation, LockTransactionRunner } from '../interfaces/index.js';
+import { assertStillHeld, codeOf, fencedStamps, releaseAll, releasedStamps } from './fenced-transaction.runner.js';
+import type { LockedCall, LockHolder, LockScope } from './lock-scope.js';
+import { FencedTransaction, LockTransactionContext } from './lock-transaction.storage.js';
+
+/**
+ * `runFenced` in a transaction of the application's own data layer (`@WithLocks({ transaction: { runner } })`): the
+ * runner opens the transaction and hands its object to the call (`LockService.currentTransaction`); when the call
+ * resolves, business done of every grant the transaction relies on is sent through the runner as its last statement
+ * (`LockLostError` if one is lost: the work rejects and the runner rolls back); the runner commits, and the grants
+ * are released once its Promise has settled. From business done to that outcome the grants' lease expiry waits
+ * (`awaitCommit`), so a transaction that committed is never told lost. A runner that rejects after business done is
+ * a COMMIT that failed: `LockStoreError` with an unknown outcome; one that rejects before its work started is a
+ * BEGIN that failed: `LockStoreError`, nothing written.
+ * @internal
+ */
+export async function runFencedInLayer(
+  holder: LockHolder,
+  locked: LockedCall<unknown>,
+  scope: LockScope,
+  runner: LockTransactionRunner,
+  isolation: LockTransactionIsolation | undefined,
+): Promise<unknown> {
+  let transaction: FencedTransaction | undefined;
+  let stamps: readonly number[] | undefined;
+  let fenced = false;
+  try {
+    const value = await runner.run(async (tx) => {
+      const opened = new FencedTransaction(runner, undefined, tx);
+      transaction = opened;
+      const result: unknown = await LockTransactionContext.run(holder, opened, () => scope.run(locked.call));
+      if (isObservable(result)) {
+        throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
+      }
+      const kept = opened.end();
+      const relied = fencedStamps(scope, kept);
+      assertStillHeld(holder, relied);
+      holder.awaitCommit(relied);
+      stamps = relied;
+      await holder.fenceInLayer(runner, tx, relied);
+      fenced = true;
+      return result;
+    }, isolation === undefined ? {} : { isolation });
+    if (stamps) holder.commitEnded(stamps, { committed: true, releasing: releasedStamps(scope, transaction?.end() ?? []) });
+    return value;
+  } catch (error) {
+    const failure = outcomeOf(error, transaction !== undefined, fenced);
+    if (stamps) {
+      const reason = failure instanceof LockStoreError ? `${failure.message}; the commit may or may not have been applied` : String(failure);
+      holder.commitEnded(stamps, { committed: false, failure: reason });
+    }
+    throw failure;
+  } finally {
+    // Nested scopes first (the innermost last kept first): the call's own grant waits for their users to leave.
+    await releaseAll(locked.target, [...(transaction?.end() ?? [])].reverse().concat(scope));
+  }
+}
+
+/** What the caller gets for a runner's rejection: the call's own error, or the BEGIN's or COMMIT's as `LockStoreError`. */
+function outcomeOf(error: unknown, started: boolean, fenced: boolean): unknown {
+  if (error instanceof LockStoreError) return error;
+  if (!started) return new LockStoreError('begin the fenced transaction', codeOf(error), false, error);
+  if (fenced) return new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
+  return error;
+}
