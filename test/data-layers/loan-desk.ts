@@ -1,4 +1,4 @@
-import { type INestApplicationContext, Module } from '@nestjs/common';
+import { type INestApplicationContext, Module, type Provider, type Type } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { LockAdminService, LockFence, LockModule, LockService } from 'nestjs-db-locks';
@@ -28,19 +28,41 @@ export interface LoanDesk {
    * whether the committed grant's signal fired too.
    */
   toldLostAfterCommit(commit: (stamp: number) => Promise<void>): Promise<boolean>;
+  /** Where the application listens, when it serves controllers (`serve`). */
+  readonly baseUrl?: string;
   close(): Promise<void>;
 }
 
-export async function openLoanDesk(dialect: TestDialect, appId: string): Promise<LoanDesk> {
+/** Controllers and providers of the application, served over HTTP on 127.0.0.1. */
+export interface LoanDeskServing {
+  readonly controllers?: Type[];
+  readonly providers?: Provider[];
+}
+
+export async function openLoanDesk(dialect: TestDialect, appId: string, serve?: LoanDeskServing): Promise<LoanDesk> {
+
   const db = await dialect.createDatabase();
   await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
   await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
   await db.query(`INSERT INTO loans (id, balance) VALUES ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((id) => `(${id}, 100)`).join(', ')}`);
-  @Module({ imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId, url: db.url, leaseMs: 3000 })] })
+  @Module({
+    imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId, url: db.url, leaseMs: 3000 })],
+    controllers: serve?.controllers ?? [],
+    providers: serve?.providers ?? [],
+  })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   moduleRef.useLogger(false);
-  const app = await moduleRef.init();
+  let app: INestApplicationContext;
+  let baseUrl: string | undefined;
+  if (serve) {
+    const http = moduleRef.createNestApplication({ logger: false });
+    await http.listen(0, '127.0.0.1');
+    baseUrl = `http://127.0.0.1:${(http.getHttpServer().address() as { port: number }).port}`;
+    app = http;
+  } else {
+    app = await moduleRef.init();
+  }
   const locks = app.get(LockService);
   const admin = app.get(LockAdminService);
   return {
@@ -49,6 +71,7 @@ export async function openLoanDesk(dialect: TestDialect, appId: string): Promise
     locks,
     fence: app.get(LockFence),
     admin,
+    baseUrl,
     pastLease: dialect.name === 'PostgreSQL' ? `now() - interval '1 hour'` : 'UTC_TIMESTAMP(6) - INTERVAL 1 HOUR',
     repayments: async (loan) =>
       Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM repayments WHERE loan_id = $1', [loan]))[0]!.n),

@@ -1,6 +1,7 @@
 import { PrismaMariaDb } from '@prisma/adapter-mariadb';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { LockFence } from 'nestjs-db-locks';
+import type { DataLayer } from './query-builders.js';
 import type { TestDialect } from '../support/dialects.js';
 import { PrismaClient as MysqlClient } from './prisma/generated/mysql/client.js';
 import { PrismaClient } from '@prisma/client';
@@ -46,3 +47,23 @@ export function repay(
     }),
   );
 }
+
+/** Prisma 7 (`openPrisma`) as a data layer of the fence specs: its interactive `$transaction`, the fence sent with `$executeRawUnsafe`. */
+export const prismaLayer: DataLayer = {
+  name: 'Prisma',
+  open(dialect, url) {
+    const prisma = openPrisma(dialect, url);
+    return {
+      transaction: (fn) =>
+        prisma.$transaction((tx) =>
+          fn({
+            insertRepayment: async (loan, amount) => void (await tx.repayment.create({ data: { loanId: loan, amount } })),
+            balance: async (loan) => (await tx.loan.findUniqueOrThrow({ where: { id: loan } })).balance,
+            setBalance: async (loan, balance) => void (await tx.loan.update({ where: { id: loan }, data: { balance } })),
+            execute: (s) => tx.$executeRawUnsafe(s.sql, ...s.params),
+          }),
+        ),
+      close: () => prisma.$disconnect(),
+    };
+  },
+};

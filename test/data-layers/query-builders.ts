@@ -4,6 +4,7 @@ import { createPool } from 'mysql2';
 import pg from 'pg';
 import type { LockFenceStatement } from 'nestjs-db-locks';
 import type { TestDialect } from '../support/dialects.js';
+import { businessPool } from './business-pool.js';
 import { drizzleLayer } from './drizzle-layer.js';
 import { mikroOrmLayer } from './mikro-orm-layer.js';
 
@@ -80,3 +81,32 @@ const knexLayer: DataLayer = {
 
 /** The data layers of the fence specs (Drizzle's in drizzle-layer.ts, MikroORM's in mikro-orm-layer.ts). */
 export const DATA_LAYERS: readonly DataLayer[] = [kyselyLayer, knexLayer, drizzleLayer, mikroOrmLayer];
+
+/**
+ * Plain `pg` / `mysql2/promise` (business-pool.ts) as a data layer: BEGIN on one connection of the pool, `fn`, then
+ * COMMIT (ROLLBACK when `fn` rejects), the fence sent with the connection's `query`.
+ */
+export const plainDriverLayer: DataLayer = {
+  name: 'pg-mysql2',
+  open(dialect, url) {
+    const business = businessPool(dialect, url);
+    return {
+      async transaction(fn) {
+        const tx = await business.begin();
+        try {
+          const value = await fn({
+            insertRepayment: (loan, amount) => tx.run('INSERT INTO repayments (loan_id, amount) VALUES ($1, $2)', [loan, amount]),
+            balance: async (loan) => Number((await tx.rows<{ balance: number }>('SELECT balance FROM loans WHERE id = $1', [loan]))[0]!.balance),
+            setBalance: (loan, balance) => tx.run('UPDATE loans SET balance = $1 WHERE id = $2', [balance, loan]),
+            execute: (s) => tx.connection.query(s.sql, [...s.params]),
+          });
+          await tx.connection.query('COMMIT', []);
+          return value;
+        } finally {
+          await tx.end();
+        }
+      },
+      close: () => business.close(),
+    };
+  },
+};

@@ -1,0 +1,166 @@
+import { Controller, Injectable, Param, Post } from '@nestjs/common';
+import {
+  LockLostError,
+  type LockFenceStatement,
+  LockService,
+  type LockTransactionRunner,
+  type LockTransactionRunOptions,
+  WithLocks,
+} from 'nestjs-db-locks';
+import { DIALECTS } from '../support/dialects.js';
+import { type LoanDesk, openLoanDesk } from './loan-desk.js';
+import { prismaLayer } from './prisma-repayments.js';
+import { DATA_LAYERS, type LayerPool, type LayerTransaction, plainDriverLayer } from './query-builders.js';
+
+/** The application's runner: a transaction of the layer under test (the provider's value is set per layer). */
+abstract class LoanTransactions implements LockTransactionRunner<LayerTransaction> {
+  abstract run<T>(work: (trx: LayerTransaction) => Promise<T>, options: LockTransactionRunOptions): Promise<T>;
+  abstract execute(trx: LayerTransaction, statement: LockFenceStatement): Promise<unknown>;
+}
+
+/** Where a repayment stops: the test ends grants meanwhile. */
+const pauses = {
+  afterRead: async (_loan: number) => undefined as void,
+  beforeCommit: async (_loan: number) => undefined as void,
+};
+/** The grants of the last repayment of each loan: its own and its nested audit's. */
+const grants = new Map<number, { own: number; audit?: number; auditHeldAtReturn?: boolean }>();
+
+@Injectable()
+class AuditTrail {
+  constructor(private readonly locks: LockService) {}
+
+  /** A nested locked call: joins the repayment's transaction, so its grant is fenced with it. */
+  @WithLocks({ locks: (loan: number) => [`AUDIT:${loan}_WRITE`] })
+  async record(loan: number, trx: LayerTransaction): Promise<void> {
+    expect(this.locks.currentTransaction(LoanTransactions)).toBe(trx);
+    grants.get(loan)!.audit = this.locks.currentLock()!.stamp;
+  }
+}
+
+@Controller('loans')
+class RepaymentsController {
+  constructor(
+    private readonly locks: LockService,
+    private readonly audit: AuditTrail,
+  ) {}
+
+  @Post(':id/repay')
+  @WithLocks({ locks: (id: string) => [`LOAN:${id}_WRITE`], transaction: { runner: LoanTransactions } })
+  async repay(@Param('id') id: string): Promise<{ repaid: boolean }> {
+    const loan = Number(id);
+    const trx = this.locks.currentTransaction(LoanTransactions);
+    grants.set(loan, { own: this.locks.currentLock()!.stamp });
+    const balance = await trx.balance(loan);
+    await pauses.afterRead(loan);
+    await trx.setBalance(loan, balance - 60);
+    await trx.insertRepayment(loan, 60);
+    await this.audit.record(loan, trx);
+    await pauses.beforeCommit(loan);
+    const { audit } = grants.get(loan)!;
+    grants.get(loan)!.auditHeldAtReturn = this.locks.isHeld(audit!);
+    return { repaid: true };
+  }
+}
+
+for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
+  for (const dialect of DIALECTS) {
+    dialect.describe(`@WithLocks({ transaction: { runner } }) with ${layer.name} on ${dialect.name}`, () => {
+      let desk: LoanDesk;
+      let pool: LayerPool;
+      let repayments: RepaymentsController;
+      const runner: LoanTransactions = {
+        run: (work) => pool.transaction(work),
+        execute: (trx, statement) => trx.execute(statement),
+      };
+      const balance = async (loan: number) =>
+        Number((await desk.db.query<{ balance: number }>('SELECT balance FROM loans WHERE id = $1', [loan]))[0]!.balance);
+      const post = (loan: number) => fetch(`${desk.baseUrl!}/loans/${loan}/repay`, { method: 'POST' });
+
+      beforeAll(async () => {
+        desk = await openLoanDesk(dialect, `runner-${layer.name.toLowerCase()}`, {
+          controllers: [RepaymentsController],
+          providers: [AuditTrail, { provide: LoanTransactions, useValue: runner }],
+        });
+        // Prisma wants a primary key on every model.
+        await desk.db.query(
+          dialect.name === 'PostgreSQL'
+            ? 'ALTER TABLE repayments ADD COLUMN id serial PRIMARY KEY'
+            : 'ALTER TABLE repayments ADD COLUMN id int AUTO_INCREMENT PRIMARY KEY',
+        );
+        pool = layer.open(dialect, desk.db.url);
+        repayments = desk.app.get(RepaymentsController);
+      });
+      afterEach(() => {
+        pauses.afterRead = async () => undefined;
+        pauses.beforeCommit = async () => undefined;
+      });
+      afterAll(async () => {
+        await pool?.close();
+        await desk?.close();
+      });
+
+      it('commits the method in the layer\'s transaction while held; a nested call joins it and keeps its grant until the commit', async () => {
+        expect((await post(1)).status).toBe(201);
+        expect(await desk.repayments(1)).toBe(1);
+        expect(await balance(1)).toBe(40);
+        const { own, audit, auditHeldAtReturn } = grants.get(1)!;
+        expect(auditHeldAtReturn).toBe(true);
+        expect(desk.locks.isHeld(own)).toBe(false);
+        expect(desk.locks.isHeld(audit!)).toBe(false);
+      });
+
+      it('rolls the write back with LockLostError when the grant was forced free before the commit', async () => {
+        pauses.beforeCommit = async (loan) => void (await desk.admin.forceRelease(grants.get(loan)!.own, 'stuck repayment'));
+        await expect(repayments.repay('2')).rejects.toBeInstanceOf(LockLostError);
+        expect(await desk.repayments(2)).toBe(0);
+        expect(await balance(2)).toBe(100);
+      });
+
+      it('rolls the write back with LockLostError when the grant was reaped before the commit', async () => {
+        pauses.beforeCommit = async (loan) => {
+          await desk.db.query(`UPDATE locking_log SET lease_expires = ${desk.pastLease} WHERE stamp = $1`, [grants.get(loan)!.own]);
+          expect(await desk.locks.reapStaleLocks()).toBeGreaterThanOrEqual(1);
+        };
+        await expect(repayments.repay('3')).rejects.toBeInstanceOf(LockLostError);
+        expect(await desk.repayments(3)).toBe(0);
+      });
+
+      it('rolls everything back when the grant of a nested call was forced free before the commit', async () => {
+        pauses.beforeCommit = async (loan) => void (await desk.admin.forceRelease(grants.get(loan)!.audit!, 'stuck audit'));
+        await expect(repayments.repay('5')).rejects.toBeInstanceOf(LockLostError);
+        expect(await desk.repayments(5)).toBe(0);
+      });
+
+      it('lets two concurrent repayments of one loan never both commit', async () => {
+        let resume!: () => void;
+        const resumed = new Promise<void>((resolve) => (resume = resolve));
+        let read!: () => void;
+        const hasRead = new Promise<void>((resolve) => (read = resolve));
+        pauses.afterRead = () => {
+          pauses.afterRead = async () => undefined; // the second goes straight on
+          read();
+          return resumed;
+        };
+        // The first repayment reads the balance, then stalls past a forced release of its grant.
+        const slow = repayments.repay('4');
+        await hasRead;
+        await desk.admin.forceRelease(grants.get(4)!.own, 'stalled repayment');
+        try {
+          expect((await post(4)).status).toBe(201);
+        } finally {
+          resume(); // also when the second fails: a first left stalled in its transaction would hang the pool's end
+        }
+        await expect(slow).rejects.toBeInstanceOf(LockLostError);
+        expect(await desk.repayments(4)).toBe(1);
+        expect(await balance(4)).toBe(40);
+      });
+
+      it('answers 409 over HTTP when the grant was lost before the commit', async () => {
+        pauses.beforeCommit = async (loan) => void (await desk.admin.forceRelease(grants.get(loan)!.own, 'stuck repayment'));
+        expect((await post(6)).status).toBe(409);
+        expect(await desk.repayments(6)).toBe(0);
+      });
+    });
+  }
+}
