@@ -1,6 +1,7 @@
 import { Controller, Injectable, Param, Post } from '@nestjs/common';
 import {
   LockLostError,
+  LockStoreError,
   type LockFenceStatement,
   LockService,
   type LockTransactionRunner,
@@ -8,6 +9,7 @@ import {
   WithLocks,
 } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
+import { until } from '../support/until.js';
 import { type LoanDesk, openLoanDesk } from './loan-desk.js';
 import { prismaLayer } from './prisma-repayments.js';
 import { DATA_LAYERS, type LayerPool, type LayerTransaction, plainDriverLayer } from './query-builders.js';
@@ -23,6 +25,12 @@ const pauses = {
   afterRead: async (_loan: number) => undefined as void,
   beforeCommit: async (_loan: number) => undefined as void,
 };
+/** The runner's `run` as a spec sets it (undefined: the layer's transaction as it is). */
+const runs: { run?: <T>(work: (trx: LayerTransaction) => Promise<T>, options: LockTransactionRunOptions) => Promise<T> } = {};
+
+/** A method's own error. */
+class DeclinedError extends Error {}
+
 /** The grants of the last repayment of each loan: its own and its nested audit's. */
 const grants = new Map<number, { own: number; audit?: number; auditHeldAtReturn?: boolean }>();
 
@@ -61,6 +69,13 @@ class RepaymentsController {
     grants.get(loan)!.auditHeldAtReturn = this.locks.isHeld(audit!);
     return { repaid: true };
   }
+
+  /** Writes, then declines: its own error, at REPEATABLE READ. */
+  @WithLocks({ locks: (id: number) => [`LOAN:${id}_WRITE`], transaction: { runner: LoanTransactions, isolation: 'REPEATABLE READ' } })
+  async decline(id: number): Promise<void> {
+    await this.locks.currentTransaction(LoanTransactions).insertRepayment(id, 1);
+    throw new DeclinedError('declined');
+  }
 }
 
 for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
@@ -70,7 +85,7 @@ for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
       let pool: LayerPool;
       let repayments: RepaymentsController;
       const runner: LoanTransactions = {
-        run: (work) => pool.transaction(work),
+        run: (work, options) => (runs.run ? runs.run(work, options) : pool.transaction(work)),
         execute: (trx, statement) => trx.execute(statement),
       };
       const balance = async (loan: number) =>
@@ -92,6 +107,7 @@ for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
         repayments = desk.app.get(RepaymentsController);
       });
       afterEach(() => {
+        runs.run = undefined;
         pauses.afterRead = async () => undefined;
         pauses.beforeCommit = async () => undefined;
       });
@@ -160,6 +176,69 @@ for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
         pauses.beforeCommit = async (loan) => void (await desk.admin.forceRelease(grants.get(loan)!.own, 'stuck repayment'));
         expect((await post(6)).status).toBe(409);
         expect(await desk.repayments(6)).toBe(0);
+      });
+
+      /** Whether `LOAN:<loan>` can be taken now (released at once). */
+      const free = async (loan: number) => {
+        const stamp = await desk.locks.tryLocks([`LOAN:${loan}_WRITE`]);
+        if (stamp > 0) await desk.locks.releaseLocks(stamp);
+        return stamp > 0;
+      };
+
+      it("hands the method's isolation level to the runner; the method's own error rolls back and passes through unchanged", async () => {
+        const seen: LockTransactionRunOptions[] = [];
+        runs.run = (work, options) => {
+          seen.push(options);
+          return pool.transaction(work);
+        };
+        await expect(repayments.decline(7)).rejects.toBeInstanceOf(DeclinedError);
+        await repayments.repay('7');
+        expect(seen).toEqual([{ isolation: 'REPEATABLE READ' }, {}]);
+        expect(await desk.repayments(7)).toBe(1); // the repayment's, not the declined write
+        expect(await free(7)).toBe(true);
+      });
+
+      it('fails with LockStoreError when the runner fails before the method ran (a BEGIN), and frees the grant', async () => {
+        grants.delete(8);
+        runs.run = async () => {
+          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        };
+        const failure = await repayments.repay('8').catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(LockStoreError);
+        expect((failure as LockStoreError).outcomeUnknown).toBe(false);
+        expect(grants.get(8)).toBeUndefined();
+        expect(await free(8)).toBe(true);
+      });
+
+      it('fails with LockStoreError, outcome unknown, when the runner rejects after the fence (a COMMIT), and frees the grant', async () => {
+        runs.run = (work) =>
+          pool.transaction(async (trx) => {
+            await work(trx);
+            throw new Error('the connection went at COMMIT');
+          });
+        const failure = await repayments.repay('8').catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(LockStoreError);
+        expect((failure as LockStoreError).outcomeUnknown).toBe(true);
+        expect(await desk.repayments(8)).toBe(0);
+        expect(await free(8)).toBe(true);
+      });
+
+      it('never tells the holder of a committed transaction that its grant was lost (forced free after the COMMIT, before the release)', async () => {
+        const witness = await desk.locks.tryLocks(['WITNESS_WRITE']);
+        const witnessSignal = desk.locks.getSignal(witness);
+        let signal: AbortSignal | undefined;
+        runs.run = async (work) => {
+          const value = await pool.transaction(work);
+          const { own } = grants.get(9)!;
+          signal = desk.locks.getSignal(own);
+          await desk.admin.forceRelease(own, 'after the commit');
+          await desk.admin.forceRelease(witness, 'witness');
+          await until(() => witnessSignal.aborted, 20_000); // the holder has heard of both
+          return value;
+        };
+        await expect(repayments.repay('9')).resolves.toEqual({ repaid: true });
+        expect(await desk.repayments(9)).toBe(1);
+        expect(signal!.aborted).toBe(false);
       });
     });
   }
