@@ -31,14 +31,7 @@ export async function runFenced(
   try {
     runner = await begin(dataSource, isolation);
     transaction = new FencedTransaction(dataSource, runner.manager);
-    const opened = transaction;
-    const value: unknown = await LockTransactionContext.run(holder, opened, () => scope.run(locked.call));
-    if (isObservable(value)) {
-      throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
-    }
-    const kept = opened.end();
-    const stamps = fencedStamps(scope, kept);
-    assertStillHeld(holder, stamps);
+    const { value, kept, stamps } = await runInside(holder, locked, scope, transaction);
     await fenceAndCommit(holder, stamps, runner, releasedStamps(scope, kept));
     return value;
   } catch (error) {
@@ -50,6 +43,27 @@ export async function runFenced(
     // Nested scopes first (the innermost last kept first): the call's own grant waits for their users to leave.
     await releaseAll(locked.target, [...(transaction?.end() ?? [])].reverse().concat(scope));
   }
+}
+
+/**
+ * Runs the call inside `transaction`, then closes it to nested calls: the call's value, the scopes it kept, and every
+ * stamp the commit relies on, each checked still held here (`assertStillHeld`).
+ * @internal
+ */
+export async function runInside(
+  holder: LockHolder,
+  locked: LockedCall<unknown>,
+  scope: LockScope,
+  transaction: FencedTransaction,
+): Promise<{ value: unknown; kept: readonly KeptScope[]; stamps: number[] }> {
+  const value: unknown = await LockTransactionContext.run(holder, transaction, () => scope.run(locked.call));
+  if (isObservable(value)) {
+    throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
+  }
+  const kept = transaction.end();
+  const stamps = fencedStamps(scope, kept);
+  assertStillHeld(holder, stamps);
+  return { value, kept, stamps };
 }
 
 /** Opens the transaction; a database that cannot be reached is a `LockStoreError` (nothing was written). */
@@ -109,17 +123,16 @@ async function commit(runner: QueryRunner): Promise<void> {
  * Above READ COMMITTED the fence cannot read the lease the renewals keep moving (the snapshot shows an old one), and
  * this check is the lease's: the holder's deadline ends before the database's lease does. From business done on,
  * the rows it locks hold off every end of the grants until the COMMIT's outcome.
- * @internal
  */
-export function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
+function assertStillHeld(holder: LockHolder, stamps: readonly number[]): void {
   const lost = stamps.find((stamp) => !holder.isHeld(stamp));
   if (lost !== undefined) {
     throw new LockLostError(lost, holder.lossReason(lost) ?? 'its lease ended on this process before the commit');
   }
 }
 
-/** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). @internal */
-export function fencedStamps(scope: LockScope, kept: readonly KeptScope[]): number[] {
+/** Every stamp the transaction relies on, once each, in stamp order (the order every fence takes its rows in). */
+function fencedStamps(scope: LockScope, kept: readonly KeptScope[]): number[] {
   const stamps = new Set([...scope.stamps, ...kept.flatMap((k) => k.stamps)]);
   return [...stamps].sort((a, b) => a - b);
 }

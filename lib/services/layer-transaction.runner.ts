@@ -1,9 +1,8 @@
-import { isObservable } from 'rxjs';
-import { InvalidLockSpecError, LockStoreError } from '../errors/index.js';
+import { LockConfigurationError, LockStoreError } from '../errors/index.js';
 import type { LockTransactionIsolation, LockTransactionRunner } from '../interfaces/index.js';
-import { assertStillHeld, codeOf, fencedStamps, releaseAll, releasedStamps } from './fenced-transaction.runner.js';
+import { codeOf, releaseAll, releasedStamps, runInside } from './fenced-transaction.runner.js';
 import type { LockedCall, LockHolder, LockScope } from './lock-scope.js';
-import { FencedTransaction, LockTransactionContext } from './lock-transaction.storage.js';
+import { FencedTransaction } from './lock-transaction.storage.js';
 
 /**
  * `runFenced` in a transaction of the application's own data layer (`@WithLocks({ transaction: { runner } })`): the
@@ -28,22 +27,21 @@ export async function runFencedInLayer(
   let fenced = false;
   try {
     const value = await runner.run(async (tx) => {
-      const opened = new FencedTransaction(runner, undefined, tx);
-      transaction = opened;
-      const result: unknown = await LockTransactionContext.run(holder, opened, () => scope.run(locked.call));
-      if (isObservable(result)) {
-        throw new InvalidLockSpecError(locked.target, 'a method with `transaction` must return a Promise, not an Observable');
-      }
-      const kept = opened.end();
-      const relied = fencedStamps(scope, kept);
-      assertStillHeld(holder, relied);
+      transaction = new FencedTransaction(runner, undefined, tx);
+      const { value: result, stamps: relied } = await runInside(holder, locked, scope, transaction);
       holder.awaitCommit(relied);
       stamps = relied;
       await holder.fenceInLayer(runner, tx, relied);
       fenced = true;
       return result;
     }, isolation === undefined ? {} : { isolation });
-    if (stamps) holder.commitEnded(stamps, { committed: true, releasing: releasedStamps(scope, transaction?.end() ?? []) });
+    if (!stamps || !fenced) {
+      throw new LockConfigurationError(
+        `@WithLocks ${locked.target}: transaction.runner resolved before the method and its fence had run in its ` +
+          'transaction: its run(work) must return (or await) work(tx)',
+      );
+    }
+    holder.commitEnded(stamps, { committed: true, releasing: releasedStamps(scope, transaction?.end() ?? []) });
     return value;
   } catch (error) {
     const failure = outcomeOf(error, transaction !== undefined, fenced);
@@ -60,7 +58,7 @@ export async function runFencedInLayer(
 
 /** What the caller gets for a runner's rejection: the call's own error, or the BEGIN's or COMMIT's as `LockStoreError`. */
 function outcomeOf(error: unknown, started: boolean, fenced: boolean): unknown {
-  if (error instanceof LockStoreError) return error;
+  if (error instanceof LockStoreError || error instanceof LockConfigurationError) return error;
   if (!started) return new LockStoreError('begin the fenced transaction', codeOf(error), false, error);
   if (fenced) return new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
   return error;

@@ -82,7 +82,7 @@ dialect.describe('@WithLocks({ transaction: { runner } }) refused at start-up', 
     );
   });
 
-  it('starts with a runner provider; currentTransaction outside its transaction throws NoFencedTransactionError', async () => {
+  it('starts with a runner provider; currentTransaction outside its transaction throws; a runner that skips the method is refused at the call', async () => {
     const runner = { run: async () => undefined, execute: async () => 1 };
     @Module({
       imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId: 'runner-config', url: db.url })],
@@ -98,6 +98,8 @@ dialect.describe('@WithLocks({ transaction: { runner } }) refused at start-up', 
       await expect(
         locks.withLocks({ locks: ['BOOKS_WRITE'], transaction: { runner: 'no-such-runner' } }, async () => undefined),
       ).rejects.toThrow(/transaction\.runner 'no-such-runner' is not a provider/);
+      // A runner whose run resolves without running the method is refused at the call, and the grant freed.
+      await expect(app.get(Books).close()).rejects.toThrow(/Books\.close: transaction\.runner resolved before the method/);
       expect(await locks.tryLocks(['BOOKS_WRITE'])).toBeGreaterThan(0);
     } finally {
       await app.close();
