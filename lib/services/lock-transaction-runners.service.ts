@@ -57,15 +57,24 @@ export class LockTransactionRunners {
     return runner;
   }
 
-  /** Sends the fence of every stamp (in order) through `runner` inside `tx`; throws `LockLostError` for a lost one. */
-  async fence(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void> {
+  /**
+   * The runner of one call, checked as at start-up; before anything is taken.
+   * @throws LockConfigurationError as `verify`, or in `LockTestingModule` (no lock tables to fence on).
+   */
+  forCall(target: string, transaction: ResolvedLockTransaction): LockTransactionRunner {
+    this.verify(target, transaction);
     if (!this.lockFence) {
       throw new LockConfigurationError(
-        '@WithLocks({ transaction: { runner } }) fences on the lock tables, and LockTestingModule has none: test the ' +
-          'method against a database with LockModule (docs/testing.md)',
+        `@WithLocks ${target} fences its runner's transaction on the lock tables, and LockTestingModule has none: ` +
+          'test the method against a database with LockModule (docs/testing.md)',
       );
     }
-    await this.lockFence.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement));
+    return this.get(target, transaction.runner!);
+  }
+
+  /** Sends the fence of every stamp (in order) through `runner` inside `tx`; throws `LockLostError` for a lost one. */
+  async fence(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void> {
+    await this.lockFence!.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement));
   }
 
   private lookUp(target: string, token: LockTransactionRunnerToken): unknown {

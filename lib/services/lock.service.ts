@@ -67,10 +67,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     lossReason: (stamp) => this.leases.lossReason(stamp),
     busyLocks: (locks) => this.store.busyLocks(locks),
     dataSource: (name) => this.dataSources.get(name),
-    transactionRunner: (target, transaction) => {
-      this.runners.verify(target, transaction);
-      return this.runners.get(target, transaction.runner!);
-    },
+    transactionRunner: (target, transaction) => this.runners.forCall(target, transaction),
     fenceInLayer: (runner, tx, stamps) => this.runners.fence(runner, tx, stamps),
     fence: async (stamps, manager) => {
       for (const stamp of stamps) await this.markBusinessDone(stamp, manager);
