@@ -2,6 +2,7 @@ import { Controller, Injectable, Param, Post } from '@nestjs/common';
 import {
   LockLostError,
   LockStoreError,
+  NoFencedTransactionError,
   type LockFenceStatement,
   LockService,
   type LockTransactionRunner,
@@ -58,6 +59,7 @@ class RepaymentsController {
   async repay(@Param('id') id: string): Promise<{ repaid: boolean }> {
     const loan = Number(id);
     const trx = this.locks.currentTransaction(LoanTransactions);
+    expect(() => this.locks.currentManager()).toThrow(NoFencedTransactionError); // no EntityManager in it
     grants.set(loan, { own: this.locks.currentLock()!.stamp });
     const balance = await trx.balance(loan);
     await pauses.afterRead(loan);
