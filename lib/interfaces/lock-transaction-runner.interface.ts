@@ -16,13 +16,13 @@ export interface LockTransactionRunOptions {
  * `@WithLocks({ transaction: { runner } })`: the method runs inside `run`'s transaction, reaches it through
  * `LockService.currentTransaction(runner)`, and the fence of its grants is sent through `execute` as the transaction's
  * last statement. Register the runner as a provider of the application (it is looked up by its token, like any
- * provider) and name it in the decorator:
+ * provider) and name it in the decorator, `@WithLocks({ locks, transaction: { runner: PrismaLockTransactions } })`:
  * ```ts
  * @Injectable()
  * export class PrismaLockTransactions implements LockTransactionRunner<Prisma.TransactionClient> {
  *   constructor(private readonly prisma: PrismaService) {}
- *   run<T>(work: (tx: Prisma.TransactionClient) => Promise<T>, options: LockTransactionRunOptions): Promise<T> {
- *     return this.prisma.$transaction(work, { isolationLevel: toPrismaIsolation(options.isolation) });
+ *   run<T>(work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+ *     return this.prisma.$transaction(work);
  *   }
  *   execute(tx: Prisma.TransactionClient, statement: LockFenceStatement): Promise<unknown> {
  *     return tx.$executeRawUnsafe(statement.sql, ...statement.params);

@@ -86,10 +86,10 @@ export interface WithLocksOptions<A extends unknown[] = never[]> {
   /**
    * Runs the method in a **fenced transaction**: once the group is held, a transaction is opened on the DataSource;
    * the method reaches its `EntityManager` through `LockService.currentManager()` (with `runner`: a transaction of
-   * the application's data layer, reached through `LockService.currentTransaction(runner)`); when the method resolves, the
-   * grant's "business done" is recorded as the transaction's last statement (it fails if the grant was reaped or its
-   * lease expired), then the transaction commits, then the group is released. A lost grant rolls the transaction
-   * back and the call fails with `LockLostError` (HTTP 409). `true` uses the defaults of
+   * the application's data layer, reached through `LockService.currentTransaction(runner)`); when the method
+   * resolves, the grant's "business done" is recorded as the transaction's last statement (it fails if the grant was
+   * reaped or its lease expired), then the transaction commits, then the group is released. A lost grant rolls the
+   * transaction back and the call fails with `LockLostError` (HTTP 409). `true` uses the defaults of
    * `WithLocksTransactionOptions`. Locks taken by nested `@WithLocks` calls inside the transaction are fenced with it
    * and released after it commits.
    * @default false

@@ -46,7 +46,8 @@ export async function runFencedInLayer(
   } catch (error) {
     const failure = outcomeOf(error, transaction !== undefined, fenced);
     if (stamps) {
-      const reason = failure instanceof LockStoreError ? `${failure.message}; the commit may or may not have been applied` : String(failure);
+      const reason =
+        failure instanceof LockStoreError ? `${failure.message}; the commit may or may not have been applied` : String(failure);
       holder.commitEnded(stamps, { committed: false, failure: reason });
     }
     throw failure;
