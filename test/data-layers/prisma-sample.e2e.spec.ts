@@ -1,0 +1,181 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { LockAdminService } from 'nestjs-db-locks';
+import { closedPort } from '../support/cli-process.js';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { until } from '../support/until.js';
+import { REPO_ROOT as root } from '../readme/documents.js';
+import { assertSampleBuilt } from '../sample-app/support/sample-process.js';
+
+const page = readFileSync(join(root, 'docs/prisma.md'), 'utf8');
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+
+/** The node command `npm run start:prisma` ends with, once it built the library and the sample. */
+function startCommand(): string[] {
+  const last = scripts['start:prisma']?.split('&&').at(-1)?.trim().split(/\s+/);
+  if (last?.[0] !== 'node') throw new Error(`npm run start:prisma does not end with a node command: ${scripts['start:prisma']}`);
+  return last.slice(1);
+}
+
+/** The repayment docs/prisma.md prints under its sample's command, and the answer it prints under it. */
+function printedRepayment(): { path: string; body: unknown; answer: unknown } {
+  const printed = /curl -X POST -H 'Content-Type: application\/json' -d '([^']+)' localhost:3000(\S+)\n# (\{.*\})\n/.exec(page);
+  if (!printed) throw new Error('docs/prisma.md prints no curl of the sample with its answer');
+  return { body: JSON.parse(printed[1]!), path: printed[2]!, answer: JSON.parse(printed[3]!) };
+}
+
+async function post(url: string, amountCents: number): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ amountCents }),
+  });
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
+}
+
+/**
+ * The Prisma sample (sample-app/prisma/) started as docs/prisma.md says, `npm run start:prisma` on an embedded
+ * PostgreSQL of its own (the script's last step: the suite has built the library and the sample), and used over HTTP.
+ * A repayment is held mid-transaction by a row lock the test takes on the loan (`SELECT … FOR UPDATE`): the
+ * repayment waits at its UPDATE with its grant held, so that a second repayment or a forced release meets it there.
+ */
+describe('the Prisma sample as docs/prisma.md starts it', () => {
+  let dataDir: string;
+  let child: ChildProcess | undefined;
+  let output = '';
+  let base = '';
+  let dbUrl = '';
+  let db: pg.Client;
+  let admin: LockApp;
+
+  /** Takes the row of `loanId` in a transaction of the test's, so that a repayment of it waits at its UPDATE. */
+  async function holdLoanRow(loanId: number): Promise<() => Promise<void>> {
+    const holder = new pg.Client({ connectionString: dbUrl });
+    await holder.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT balance FROM loans WHERE id = $1 FOR UPDATE', [loanId]);
+    return async () => {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    };
+  }
+
+  /** Resolves once `n` repayments wait at their UPDATE of a loan, behind the row the test holds. */
+  const waitingRepayments = (n: number): Promise<void> =>
+    until(async () => {
+      const { rows } = await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE%loans%'",
+      );
+      return rows[0]!.n === n;
+    }, 10_000);
+
+  const repayments = async (loanId: number): Promise<number> =>
+    (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM repayments WHERE loan_id = $1', [loanId])).rows[0]!.n;
+  const balance = async (loanId: number): Promise<number> =>
+    (await db.query<{ balance: number }>('SELECT balance FROM loans WHERE id = $1', [loanId])).rows[0]!.balance;
+
+  beforeAll(async () => {
+    assertSampleBuilt(join(root, 'sample-app', 'prisma', 'src'));
+    dataDir = mkdtempSync(join(tmpdir(), 'ndl-prisma-sample-'));
+    const port = await closedPort();
+    base = `http://127.0.0.1:${port}`;
+    const { DATABASE_URL: _ignored, ...inherited } = process.env;
+    child = spawn(process.execPath, startCommand(), {
+      cwd: root,
+      env: { ...inherited, NO_COLOR: '1', PORT: String(port), SAMPLE_DATA_DIR: join(dataDir, 'pg') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [child.stdout, child.stderr]) stream?.setEncoding('utf8').on('data', (c: string) => (output += c));
+    await until(() => output.includes(`${base}/loans/1/repayments`) || child!.exitCode !== null, 90_000).catch(() => undefined);
+    if (!output.includes(`${base}/loans/1/repayments`)) throw new Error(`the Prisma sample did not start:\n${output}`);
+    // Its embedded server's port, from the data directory's postmaster.pid (line 4).
+    const serverPort = readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3];
+    dbUrl = `postgres://postgres:postgres@127.0.0.1:${serverPort}/postgres`;
+    db = new pg.Client({ connectionString: dbUrl });
+    await db.connect();
+    admin = await createLockApp(dbUrl, { appId: 'prisma-sample-admin' });
+  }, 120_000);
+
+  afterAll(async () => {
+    await admin?.close();
+    await db?.end();
+    if (child && child.exitCode === null) {
+      const exited = new Promise((done) => child!.once('exit', done));
+      child.kill('SIGTERM'); // the sample closes, then stops its embedded PostgreSQL
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it('is the command the README and the page print, on no TypeORM of its own', () => {
+    expect(page).toContain('npm run start:prisma');
+    expect(readme).toContain('npm run start:prisma');
+    expect(startCommand()).toEqual(['build/sample-app/prisma/src/main.js']);
+    for (const file of ['app.module.ts', 'repayment.service.ts', 'loans.controller.ts', 'prisma.service.ts', 'main.ts']) {
+      expect(readFileSync(join(root, 'sample-app/prisma/src', file), 'utf8')).not.toMatch(/from '(typeorm|@nestjs\/typeorm)'/);
+    }
+  });
+
+  it('repays a loan as the page prints it, recording business done in the fenced transaction', async () => {
+    const { path, body, answer } = printedRepayment();
+    const response = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    expect({ status: response.status, body: await response.json() }).toEqual({ status: 201, body: answer });
+    expect(await repayments(1)).toBe(1);
+    const { rows } = await db.query<{ status: string; business_done: Date | null }>(
+      "SELECT status, business_done FROM locking_log WHERE app_id = 'prisma-1' ORDER BY stamp DESC LIMIT 1",
+    );
+    expect(rows[0]).toMatchObject({ status: 'RELEASED' });
+    expect(rows[0]?.business_done).not.toBeNull();
+    expect(output).not.toMatch(/ERROR/);
+  });
+
+  it('refuses a second repayment of a loan with 423 while the first runs: only the first commits', async () => {
+    const before = await balance(2);
+    const release = await holdLoanRow(2);
+    let first: Promise<Awaited<ReturnType<typeof post>>> | undefined;
+    try {
+      first = post(`${base}/loans/2/repayments`, 100);
+      await waitingRepayments(1);
+      const second = await post(`${base}/loans/2/repayments`, 300);
+      expect(second).toMatchObject({ status: 423, retryAfter: '1' });
+      expect((await post(`${base}/loans/1/repayments`, 1)).status).toBe(201); // another loan, another lock
+    } finally {
+      await release();
+    }
+    expect(await first).toMatchObject({ status: 201, body: { id: 2, balance: before - 100 } });
+    expect(await repayments(2)).toBe(1);
+    expect(await balance(2)).toBe(before - 100);
+  });
+
+  it('answers 409 and writes nothing when the grant is forced free mid-repayment; the next holder commits alone', async () => {
+    const before = await balance(1);
+    const committed = await repayments(1);
+    const release = await holdLoanRow(1);
+    let lost: Promise<Awaited<ReturnType<typeof post>>> | undefined;
+    let next: Promise<Awaited<ReturnType<typeof post>>> | undefined;
+    try {
+      lost = post(`${base}/loans/1/repayments`, 1000);
+      await waitingRepayments(1);
+      const { rows } = await db.query<{ stamp: string }>("SELECT stamp FROM locking WHERE lock_name = 'loan:1'");
+      expect(rows).toHaveLength(1);
+      await admin.app.get(LockAdminService).forceRelease(Number(rows[0]!.stamp), 'stuck repayment');
+      // The lock is free: a second repayment of the loan takes it, and reads the balance the first one read.
+      next = post(`${base}/loans/1/repayments`, 300);
+      await waitingRepayments(2);
+    } finally {
+      await release();
+    }
+    expect(await lost).toMatchObject({ status: 409 });
+    expect(await next).toMatchObject({ status: 201, body: { id: 1, balance: before - 300 } });
+    expect(await repayments(1)).toBe(committed + 1);
+    expect(await balance(1)).toBe(before - 300);
+  });
+});
