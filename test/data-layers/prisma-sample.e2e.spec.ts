@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -28,6 +28,43 @@ function printedRepayment(): { path: string; body: unknown; answer: unknown } {
   return { body: JSON.parse(printed[1]!), path: printed[2]!, answer: JSON.parse(printed[3]!) };
 }
 
+/** One run of the sample as a child process. */
+interface Sample {
+  readonly child: ChildProcess;
+  readonly base: string;
+  output(): string;
+  readonly exited: Promise<number | null>;
+}
+
+/**
+ * Runs `npm run start:prisma`'s node command with `env` (on a free port) and resolves once it printed its address, or
+ * once it exited (`base` is then empty). `DATABASE_URL` is the one of `env` only.
+ */
+async function startSample(env: Record<string, string>): Promise<Sample> {
+  const port = await closedPort();
+  const base = `http://127.0.0.1:${port}`;
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const child = spawn(process.execPath, startCommand(), {
+    cwd: root,
+    env: { ...inherited, NO_COLOR: '1', PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  for (const stream of [child.stdout, child.stderr]) stream?.setEncoding('utf8').on('data', (c: string) => (output += c));
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let ended = false;
+  void exited.then(() => (ended = true));
+  await until(() => output.includes(`${base}/loans/1/repayments`) || ended, 90_000).catch(() => undefined);
+  return { child, base: output.includes(`${base}/loans/1/repayments`) ? base : '', output: () => output, exited };
+}
+
+/** Stops `sample` as Ctrl+C does, and resolves with its exit code. */
+async function interrupt(sample: Sample | undefined): Promise<number | null | undefined> {
+  if (!sample) return undefined;
+  if (sample.child.exitCode === null && sample.child.signalCode === null) sample.child.kill('SIGINT');
+  return sample.exited;
+}
+
 async function post(url: string, amountCents: number): Promise<{ status: number; retryAfter: string | null; body: unknown }> {
   const response = await fetch(url, {
     method: 'POST',
@@ -45,8 +82,7 @@ async function post(url: string, amountCents: number): Promise<{ status: number;
  */
 describe('the Prisma sample as docs/prisma.md starts it', () => {
   let dataDir: string;
-  let child: ChildProcess | undefined;
-  let output = '';
+  let sample: Sample;
   let base = '';
   let dbUrl = '';
   let db: pg.Client;
@@ -92,17 +128,9 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
   beforeAll(async () => {
     assertSampleBuilt(join(root, 'sample-app', 'prisma', 'src'));
     dataDir = mkdtempSync(join(tmpdir(), 'ndl-prisma-sample-'));
-    const port = await closedPort();
-    base = `http://127.0.0.1:${port}`;
-    const { DATABASE_URL: _ignored, ...inherited } = process.env;
-    child = spawn(process.execPath, startCommand(), {
-      cwd: root,
-      env: { ...inherited, NO_COLOR: '1', PORT: String(port), SAMPLE_DATA_DIR: join(dataDir, 'pg') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    for (const stream of [child.stdout, child.stderr]) stream?.setEncoding('utf8').on('data', (c: string) => (output += c));
-    await until(() => output.includes(`${base}/loans/1/repayments`) || child!.exitCode !== null, 90_000).catch(() => undefined);
-    if (!output.includes(`${base}/loans/1/repayments`)) throw new Error(`the Prisma sample did not start:\n${output}`);
+    sample = await startSample({ SAMPLE_DATA_DIR: join(dataDir, 'pg') });
+    if (!sample.base) throw new Error(`the Prisma sample did not start:\n${sample.output()}`);
+    base = sample.base;
     // Its embedded server's port, from the data directory's postmaster.pid (line 4).
     const serverPort = readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3];
     dbUrl = `postgres://postgres:postgres@127.0.0.1:${serverPort}/postgres`;
@@ -112,13 +140,10 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
   }, 120_000);
 
   afterAll(async () => {
-    await admin?.close();
-    await db?.end();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((done) => child!.once('exit', done));
-      child.kill('SIGTERM'); // the sample closes, then stops its embedded PostgreSQL
-      await exited;
-    }
+    // Closed already by the last test, unless a test before it failed.
+    await admin?.close().catch(() => undefined);
+    await db?.end().catch(() => undefined);
+    await interrupt(sample); // when a test failed before its own Ctrl+C
     rmSync(dataDir, { recursive: true, force: true });
   }, 60_000);
 
@@ -145,7 +170,7 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
     );
     expect(rows[0]).toMatchObject({ status: 'RELEASED' });
     expect(rows[0]?.business_done).not.toBeNull();
-    expect(output).not.toMatch(/ERROR/);
+    expect(sample.output()).not.toMatch(/ERROR/);
   });
 
   it('refuses a second repayment of a loan with 423 while the first runs: only the first commits', async () => {
@@ -189,4 +214,30 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
     expect(await repayments(1)).toBe(committed + 1);
     expect(await balance(1)).toBe(before - 300);
   });
+
+  it('runs on DATABASE_URL instead, PostgreSQL only', async () => {
+    const second = await startSample({ DATABASE_URL: dbUrl, APP_ID: 'prisma-2' });
+    try {
+      expect(second.base).not.toBe('');
+      expect(second.output()).toContain('Prisma loan sample (prisma-2');
+      expect(await post(`${second.base}/loans/2/repayments`, 5)).toMatchObject({ status: 201 });
+      const { rows } = await db.query("SELECT status FROM locking_log WHERE app_id = 'prisma-2' AND business_done IS NOT NULL");
+      expect(rows).toEqual([{ status: 'RELEASED' }]);
+    } finally {
+      expect(await interrupt(second)).toBe(0);
+    }
+    const mysql = await startSample({ DATABASE_URL: 'mysql://root@127.0.0.1:1/loans' });
+    expect(await mysql.exited).toBe(1);
+    expect(mysql.output()).toContain('the Prisma sample runs on PostgreSQL only');
+  }, 120_000);
+
+  it('closes on Ctrl+C, then stops its embedded PostgreSQL', async () => {
+    await admin.close();
+    await db.end();
+    const before = sample.output().length; // the 409's lost grant was logged as an ERROR: rightly
+    expect(await interrupt(sample)).toBe(0);
+    expect(existsSync(join(dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+    expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false); // stopped, and cleanly
+    expect(sample.output().slice(before)).not.toMatch(/ERROR/);
+  }, 60_000);
 });
