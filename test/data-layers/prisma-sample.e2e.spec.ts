@@ -113,7 +113,10 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
    * The answer to `request` sent while `n - 1` repayments wait behind the test's row, or `'ran beside them'` once it
    * waits there too: it was granted a lock it should have been refused (failing, rather than hanging on the row).
    */
-  async function answerBesideWaiting(request: ReturnType<typeof post>, n: number): Promise<Awaited<ReturnType<typeof post>> | 'ran beside them'> {
+  async function answerBesideWaiting(
+    request: ReturnType<typeof post>,
+    n: number,
+  ): Promise<Awaited<ReturnType<typeof post>> | 'ran beside them'> {
     let answered = false;
     void request.finally(() => (answered = true)).catch(() => undefined);
     await until(async () => answered || (await waiting()) >= n, 10_000);

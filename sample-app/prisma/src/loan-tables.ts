@@ -10,5 +10,7 @@ export async function createLoanTables(prisma: PrismaService): Promise<void> {
   await prisma.$executeRawUnsafe(
     'CREATE TABLE IF NOT EXISTS repayments (id serial PRIMARY KEY, loan_id integer NOT NULL, amount integer NOT NULL)',
   );
-  await prisma.$executeRawUnsafe('INSERT INTO loans (id, balance) VALUES (1, 100000), (2, 50000) ON CONFLICT (id) DO NOTHING');
+  await prisma.$executeRawUnsafe(
+    'INSERT INTO loans (id, balance) VALUES (1, 100000), (2, 50000) ON CONFLICT (id) DO NOTHING',
+  );
 }

@@ -6,7 +6,10 @@ export class LoansController {
   constructor(private readonly repayments: RepaymentService) {}
 
   @Post(':id/repayments') // 201, 423 while the loan is being repaid, 409 when the lock was lost (nothing written)
-  repay(@Param('id', ParseIntPipe) id: number, @Body('amountCents', ParseIntPipe) amountCents: number): Promise<RepaidLoan> {
+  repay(
+    @Param('id', ParseIntPipe) id: number,
+    @Body('amountCents', ParseIntPipe) amountCents: number,
+  ): Promise<RepaidLoan> {
     return this.repayments.repay(id, amountCents);
   }
 }

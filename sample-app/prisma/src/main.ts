@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     [
       '',
       `  Prisma loan sample (${appId}, pid ${process.pid}) on ${database.source}`,
-      `  repay: curl -X POST -H 'Content-Type: application/json' -d '{"amountCents": 2500}' http://${shown}:${port}/loans/1/repayments`,
+      `  repay: curl -X POST -H 'Content-Type: application/json' -d '{"amountCents": 2500}' ` +
+        `http://${shown}:${port}/loans/1/repayments`,
       '',
       '',
     ].join('\n'),
@@ -62,6 +63,7 @@ function stopOnSignals(app: INestApplication, database: SampleDatabase, logger: 
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`The Prisma sample did not start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  const reason = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`The Prisma sample did not start: ${reason}\n`);
   process.exit(1);
 });
