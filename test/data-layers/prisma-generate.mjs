@@ -1,5 +1,7 @@
-// Generates the Prisma clients of the Prisma fence specs (test/data-layers/prisma/*.prisma) into
-// test/data-layers/prisma/generated/ (not committed). Run by `npm run typecheck` (and so `npm test`) before tsc.
+// Generates the Prisma clients (not committed) of the Prisma fence specs (test/data-layers/prisma/*.prisma, into
+// node_modules/.prisma/client and test/data-layers/prisma/generated/) and of the Prisma sample
+// (sample-app/prisma/schema.prisma, into sample-app/prisma/generated/). Run before tsc by `npm run typecheck` (and so
+// `npm test`) and by `npm run build:tools` (and so `npm start`, `npm run start:prisma`, `npm run bench`).
 //
 // `prisma generate` itself needs no engine binary (Prisma 7 generates with WebAssembly, and the client runs its query
 // compiler as WebAssembly too), but the CLI first makes sure the schema engine binary is present and downloads it from
@@ -9,8 +11,9 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-for (const schema of ['postgres', 'mysql']) {
-  execFileSync(process.execPath, ['node_modules/prisma/build/index.js', 'generate', '--schema', `test/data-layers/prisma/${schema}.prisma`], {
+const schemas = ['test/data-layers/prisma/postgres.prisma', 'test/data-layers/prisma/mysql.prisma', 'sample-app/prisma/schema.prisma'];
+for (const schema of schemas) {
+  execFileSync(process.execPath, ['node_modules/prisma/build/index.js', 'generate', '--schema', schema], {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
