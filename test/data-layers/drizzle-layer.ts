@@ -6,7 +6,8 @@ import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { createPool } from 'mysql2/promise';
 import type { LockFenceStatement } from 'nestjs-db-locks';
 import pg from 'pg';
-import type { DataLayer } from './query-builders.js';
+import type { TestDialect } from '../support/dialects.js';
+import type { DataLayer, LayerWork } from './query-builders.js';
 
 // `fenceSql` and the `fenced(...)` lines below are textually those of docs/drizzle.md (the spec checks it).
 
@@ -19,40 +20,46 @@ const pgRepayments = pgTable('repayments', { loanId: integer('loan_id').notNull(
 const mysqlLoans = mysqlTable('loans', { id: int('id').primaryKey(), balance: int('balance').notNull() });
 const mysqlRepayments = mysqlTable('repayments', { loanId: int('loan_id').notNull(), amount: int('amount').notNull() });
 
+type PgTx = Parameters<Parameters<ReturnType<typeof drizzlePg>['transaction']>[0]>[0];
+type MysqlTx = Parameters<Parameters<ReturnType<typeof drizzleMysql>['transaction']>[0]>[0];
+
+/** The repayment's statements in a Drizzle transaction on `node-postgres`. */
+export const drizzlePgWork = (tx: PgTx): LayerWork => ({
+  insertRepayment: async (loan, amount) => void (await tx.insert(pgRepayments).values({ loanId: loan, amount })),
+  balance: async (loan) => (await tx.select({ balance: pgLoans.balance }).from(pgLoans).where(eq(pgLoans.id, loan)))[0]!.balance,
+  setBalance: async (loan, balance) => void (await tx.update(pgLoans).set({ balance }).where(eq(pgLoans.id, loan))),
+  rows: async (text) => (await tx.execute(sql.raw(text))).rows,
+});
+
+/** The repayment's statements in a Drizzle transaction on `mysql2`. */
+export const drizzleMysqlWork = (tx: MysqlTx): LayerWork => ({
+  insertRepayment: async (loan, amount) => void (await tx.insert(mysqlRepayments).values({ loanId: loan, amount })),
+  balance: async (loan) => (await tx.select({ balance: mysqlLoans.balance }).from(mysqlLoans).where(eq(mysqlLoans.id, loan)))[0]!.balance,
+  setBalance: async (loan, balance) => void (await tx.update(mysqlLoans).set({ balance }).where(eq(mysqlLoans.id, loan))),
+  rows: async (text) => (await tx.execute(sql.raw(text)))[0] as unknown as Record<string, unknown>[],
+});
+
+/** Drizzle on the test database: `node-postgres` (PostgreSQL) or `mysql2` (MariaDB), with its pool. */
+export function drizzleDb(dialect: TestDialect, url: string) {
+  if (dialect.name === 'PostgreSQL') {
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    return { dialect: 'pg' as const, db: drizzlePg({ client: pool }), close: () => pool.end() };
+  }
+  const pool = createPool({ uri: url, connectionLimit: 4 });
+  return { dialect: 'mysql' as const, db: drizzleMysql({ client: pool }), close: () => pool.end() };
+}
+
 /** Drizzle on `node-postgres` (PostgreSQL) or `mysql2` (MariaDB), its transactions as the fence specs run them. */
 export const drizzleLayer: DataLayer = {
   name: 'Drizzle',
   open(dialect, url) {
-    if (dialect.name === 'PostgreSQL') {
-      const pool = new pg.Pool({ connectionString: url, max: 4 });
-      const db = drizzlePg({ client: pool });
-      return {
-        transaction: (fn) =>
-          db.transaction((tx) =>
-            fn({
-              insertRepayment: async (loan, amount) => void (await tx.insert(pgRepayments).values({ loanId: loan, amount })),
-              balance: async (loan) => (await tx.select({ balance: pgLoans.balance }).from(pgLoans).where(eq(pgLoans.id, loan)))[0]!.balance,
-              setBalance: async (loan, balance) => void (await tx.update(pgLoans).set({ balance }).where(eq(pgLoans.id, loan))),
-              execute: (s) => tx.execute(fenceSql(s)),
-            }),
-          ),
-        close: () => pool.end(),
-      };
-    }
-    const pool = createPool({ uri: url, connectionLimit: 4 });
-    const db = drizzleMysql({ client: pool });
+    const opened = drizzleDb(dialect, url);
     return {
       transaction: (fn) =>
-        db.transaction((tx) =>
-          fn({
-            insertRepayment: async (loan, amount) => void (await tx.insert(mysqlRepayments).values({ loanId: loan, amount })),
-            balance: async (loan) =>
-              (await tx.select({ balance: mysqlLoans.balance }).from(mysqlLoans).where(eq(mysqlLoans.id, loan)))[0]!.balance,
-            setBalance: async (loan, balance) => void (await tx.update(mysqlLoans).set({ balance }).where(eq(mysqlLoans.id, loan))),
-            execute: (s) => tx.execute(fenceSql(s)),
-          }),
-        ),
-      close: () => pool.end(),
+        opened.dialect === 'pg'
+          ? opened.db.transaction((tx) => fn({ ...drizzlePgWork(tx), execute: (s) => tx.execute(fenceSql(s)) }))
+          : opened.db.transaction((tx) => fn({ ...drizzleMysqlWork(tx), execute: (s) => tx.execute(fenceSql(s)) })),
+      close: opened.close,
     };
   },
 };

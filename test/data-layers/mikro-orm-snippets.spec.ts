@@ -15,7 +15,7 @@ describe('docs/mikro-orm.md', () => {
 
   it("sends the fence through the transaction's em.execute as the spec does", () => {
     const execute = "(s) => em.execute(s.positional.sql, [...s.positional.params], 'run')";
-    expect(layer).toContain(`execute: ${execute},`);
+    expect(layer).toContain(`execute: ${execute} })`);
     expect(page).toContain(`await fenced(${execute}); // last`);
   });
 });

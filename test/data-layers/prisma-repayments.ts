@@ -1,10 +1,10 @@
 import { PrismaMariaDb } from '@prisma/adapter-mariadb';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { LockFence } from 'nestjs-db-locks';
-import type { DataLayer } from './query-builders.js';
+import type { DataLayer, LayerWork } from './query-builders.js';
 import type { TestDialect } from '../support/dialects.js';
 import { PrismaClient as MysqlClient } from './prisma/generated/mysql/client.js';
-import { PrismaClient } from '@prisma/client';
+import { type Prisma, PrismaClient } from '@prisma/client';
 
 /** Where the Prisma fence specs pause a repayment: after it read the balance, and before it sends the fence. */
 export interface RepaymentPauses {
@@ -48,21 +48,21 @@ export function repay(
   );
 }
 
+/** The repayment's statements in a Prisma interactive transaction. */
+export const prismaWork = (tx: Prisma.TransactionClient): LayerWork => ({
+  insertRepayment: async (loan, amount) => void (await tx.repayment.create({ data: { loanId: loan, amount } })),
+  balance: async (loan) => (await tx.loan.findUniqueOrThrow({ where: { id: loan } })).balance,
+  setBalance: async (loan, balance) => void (await tx.loan.update({ where: { id: loan }, data: { balance } })),
+  rows: (text) => tx.$queryRawUnsafe(text),
+});
+
 /** Prisma 7 (`openPrisma`) as a data layer of the fence specs: its interactive `$transaction`, the fence sent with `$executeRawUnsafe`. */
 export const prismaLayer: DataLayer = {
   name: 'Prisma',
   open(dialect, url) {
     const prisma = openPrisma(dialect, url);
     return {
-      transaction: (fn) =>
-        prisma.$transaction((tx) =>
-          fn({
-            insertRepayment: async (loan, amount) => void (await tx.repayment.create({ data: { loanId: loan, amount } })),
-            balance: async (loan) => (await tx.loan.findUniqueOrThrow({ where: { id: loan } })).balance,
-            setBalance: async (loan, balance) => void (await tx.loan.update({ where: { id: loan }, data: { balance } })),
-            execute: (s) => tx.$executeRawUnsafe(s.sql, ...s.params),
-          }),
-        ),
+      transaction: (fn) => prisma.$transaction((tx) => fn({ ...prismaWork(tx), execute: (s) => tx.$executeRawUnsafe(s.sql, ...s.params) })),
       close: () => prisma.$disconnect(),
     };
   },

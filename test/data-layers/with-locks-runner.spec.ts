@@ -6,16 +6,20 @@ import {
   type LockFenceStatement,
   LockService,
   type LockTransactionRunner,
+  type LockTransactionIsolation,
   type LockTransactionRunOptions,
   WithLocks,
 } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import { until } from '../support/until.js';
 import { type LoanDesk, openLoanDesk } from './loan-desk.js';
-import { prismaLayer } from './prisma-repayments.js';
-import { DATA_LAYERS, type LayerPool, type LayerTransaction, plainDriverLayer } from './query-builders.js';
+import { PRINTED_RUNNERS } from './printed-runners.js';
+import type { LayerPool, LayerTransaction } from './query-builders.js';
 
-/** The application's runner: a transaction of the layer under test (the provider's value is set per layer). */
+/**
+ * The application's runner: the runner docs/<layer>.md prints (printed-runners.ts), its transaction object seen through
+ * the spec's `LayerTransaction` (the provider's value is set per layer).
+ */
 abstract class LoanTransactions implements LockTransactionRunner<LayerTransaction> {
   abstract run<T>(work: (trx: LayerTransaction) => Promise<T>, options: LockTransactionRunOptions): Promise<T>;
   abstract execute(trx: LayerTransaction, statement: LockFenceStatement): Promise<unknown>;
@@ -78,16 +82,37 @@ class RepaymentsController {
     await this.locks.currentTransaction(LoanTransactions).insertRepayment(id, 1);
     throw new DeclinedError('declined');
   }
+
+  /** What `seen` finds in the method's transaction at REPEATABLE READ, after a write. */
+  @WithLocks({ locks: (id: number) => [`LOAN:${id}_WRITE`], transaction: { runner: LoanTransactions, isolation: 'REPEATABLE READ' } })
+  async atRepeatableRead(id: number, seen: IsolationProbe): Promise<string> {
+    return this.isolationSeen(id, seen);
+  }
+
+  /** What `seen` finds in the method's transaction at SERIALIZABLE, after a write. */
+  @WithLocks({ locks: (id: number) => [`LOAN:${id}_WRITE`], transaction: { runner: LoanTransactions, isolation: 'SERIALIZABLE' } })
+  async atSerializable(id: number, seen: IsolationProbe): Promise<string> {
+    return this.isolationSeen(id, seen);
+  }
+
+  private async isolationSeen(id: number, seen: IsolationProbe): Promise<string> {
+    const trx = this.locks.currentTransaction(LoanTransactions);
+    await trx.insertRepayment(id, 1);
+    return seen(trx, id);
+  }
 }
 
-for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
+/** The isolation level of the transaction `trx` (in a method that has not read loan `id` yet), e.g. `REPEATABLE READ`. */
+type IsolationProbe = (trx: LayerTransaction, id: number) => Promise<string>;
+
+for (const layer of PRINTED_RUNNERS) {
   for (const dialect of DIALECTS) {
     dialect.describe(`@WithLocks({ transaction: { runner } }) with ${layer.name} on ${dialect.name}`, () => {
       let desk: LoanDesk;
       let pool: LayerPool;
       let repayments: RepaymentsController;
       const runner: LoanTransactions = {
-        run: (work, options) => (runs.run ? runs.run(work, options) : pool.transaction(work)),
+        run: (work, options) => (runs.run ? runs.run(work, options) : pool.transaction(work, options)),
         execute: (trx, statement) => trx.execute(statement),
       };
       const balance = async (loan: number) =>
@@ -191,7 +216,7 @@ for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
         const seen: LockTransactionRunOptions[] = [];
         runs.run = (work, options) => {
           seen.push(options);
-          return pool.transaction(work);
+          return pool.transaction(work, options);
         };
         await expect(repayments.decline(7)).rejects.toBeInstanceOf(DeclinedError);
         await repayments.repay('7');
@@ -199,6 +224,36 @@ for (const layer of [...DATA_LAYERS, plainDriverLayer, prismaLayer]) {
         expect(await desk.repayments(7)).toBe(1); // the repayment's, not the declined write
         expect(await free(7)).toBe(true);
       });
+
+      /**
+       * The isolation level of the method's transaction: PostgreSQL reports it; MariaDB reports only the session's
+       * (`@@tx_isolation`, not what SET TRANSACTION gave the next transaction), so there it is observed: at SERIALIZABLE
+       * InnoDB share-locks the rows a plain SELECT reads (another client cannot lock them), at REPEATABLE READ a second
+       * read does not see a row another client committed meanwhile, at READ COMMITTED it does.
+       */
+      const isolationOf: IsolationProbe = async (trx, id) => {
+        if (dialect.name === 'PostgreSQL') return String((await trx.rows("SELECT upper(current_setting('transaction_isolation')) AS level"))[0]!.level);
+        const before = await trx.balance(id);
+        const locked = await desk.db.query('SELECT id FROM loans WHERE id = $1 FOR UPDATE NOWAIT', [id]).then(
+          () => false,
+          (error: { errno?: number }) => (error.errno === 1205 ? true : Promise.reject(error)), // lock wait timeout
+        );
+        if (locked) return 'SERIALIZABLE';
+        await desk.db.query('UPDATE loans SET balance = balance + 1 WHERE id = $1', [id]);
+        return (await trx.balance(id)) === before ? 'REPEATABLE READ' : 'READ COMMITTED';
+      };
+
+      it.each([
+        ['REPEATABLE READ', 10, (id: number) => repayments.atRepeatableRead(id, isolationOf)],
+        ['SERIALIZABLE', 11, (id: number) => repayments.atSerializable(id, isolationOf)],
+      ] as const)(
+        "runs the method at the isolation level it names (%s), as the database reports it inside the layer's transaction",
+        async (level: LockTransactionIsolation, loan, method) => {
+          await desk.db.query('INSERT INTO loans (id, balance) VALUES ($1, 100)', [loan]);
+          await expect(method(loan)).resolves.toBe(level);
+          expect(await desk.repayments(loan)).toBe(1);
+        },
+      );
 
       it('fails with LockStoreError when the runner fails before the method ran (a BEGIN), and frees the grant', async () => {
         grants.delete(8);
