@@ -11,7 +11,7 @@ export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6;
 /** What a replica reported (or, `killed`, what the spec did to it), with the time. */
 export interface FleetEvent {
   readonly app: string;
-  readonly event: 'ready' | 'start' | 'stop' | 'finished' | 'resigned' | 'log' | 'killed' | 'exited';
+  readonly event: 'ready' | 'start' | 'stop' | 'finished' | 'beat' | 'resigned' | 'log' | 'killed' | 'exited';
   readonly t: number;
   readonly token?: number;
   readonly reason?: string;
@@ -86,6 +86,11 @@ export class LeaderFleet {
     return t;
   }
 
+  /** Sends `signal` (SIGSTOP, SIGCONT) to replica `app`. */
+  signal(app: string, signal: NodeJS.Signals): void {
+    this.children.get(app)!.child.kill(signal);
+  }
+
   /** SIGKILLs every replica still running. */
   async closeAll(): Promise<void> {
     for (const { child, exited } of this.children.values()) {
@@ -115,4 +120,20 @@ export function leadersAfter(events: readonly FleetEvent[]): Array<{ event: Flee
 export function quantile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/**
+ * The heartbeats (`beat`: the replica believed it led at that instant) of a replica after another replica had been
+ * elected since that replica's own last election: each one is an instant at which two replicas believed they led.
+ */
+export function beatsOfDeposedLeaders(events: readonly FleetEvent[]): FleetEvent[] {
+  const sorted = [...events].sort((a, b) => a.t - b.t);
+  let latest: FleetEvent | undefined;
+  const found: FleetEvent[] = [];
+  for (const event of sorted) {
+    if (event.event === 'start') {
+      latest = event;
+    } else if (event.event === 'beat' && latest !== undefined && latest.app !== event.app) found.push(event);
+  }
+  return found;
 }

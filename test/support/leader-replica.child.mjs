@@ -3,7 +3,7 @@
 // its signal fires, then finishes for FINISH_MS (still leading the role) and returns. It reports on stdout as JSON
 // lines, each with `t` (the machine's monotonic clock, in ms): `ready` once the application has started,
 // `start` (the term's token) when it is elected, `stop` (the signal's reason) at the instant its signal fires,
-// `finished` when the method returns, `resigned` after a `resign` line on stdin (it then stands again at the back of
+// `finished` when the method returns, `beat` every HEARTBEAT_MS while it leads, `resigned` after a `resign` line on stdin (it then stands again at the back of
 // the queue), and `log` for every warning and error the application logs. The spec sends SIGTERM or SIGKILL.
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
@@ -86,4 +86,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
     });
   });
 });
+// A heartbeat, as work that acts on a timer would: `beat` says whether the replica believes it leads at that instant
+// (`isLeader`, which reads the clock: after a pause, it knows before any timer has told the signal).
+if (env.HEARTBEAT_MS) {
+  setInterval(() => leaders.isLeader(role) && report({ event: 'beat' }), Number(env.HEARTBEAT_MS));
+}
 report({ event: 'ready' });
