@@ -5,13 +5,16 @@ import type { LeaderTermStore } from '../store/leader-terms.store.js';
 import type { LockLeases } from '../services/lock-leases.service.js';
 import type { LockService } from '../services/lock.service.js';
 import type { LockedCallsTracker, ShutdownHolder } from '../services/locked-calls.tracker.js';
-import { bounded, NEVER, sleep } from '../utils/wait-timing.util.js';
+import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
 import { leaderLockName, type ResolvedLeaderOptions } from './leader-role.util.js';
 
 /** The longest wait of one `tryLocks` (then the candidate waits again). */
 const MAX_WAIT_MS = 2_147_483_647;
 
-/** How long a candidate pauses after a failure (the database away, an election refused) before it stands again. */
+/**
+ * How long a candidate pauses after a failure (the database away, an election refused) before it stands again (half
+ * to all of it, at random: two candidates refused together do not retry together).
+ */
 const RETRY_MS = 1000;
 
 /** What a campaign needs from its application. @internal */
@@ -121,11 +124,11 @@ export class LeaderCampaign {
       let pause = 0;
       try {
         const served = await this.context.calls.starts(this.stand());
-        pause = served === undefined ? RETRY_MS : await this.serve(served);
+        pause = served === undefined ? jittered(RETRY_MS) : await this.serve(served);
       } catch (error) {
         if (this.stop.signal.aborted) break;
-        this.context.logger.warn(`Role ${this.role}: could not stand as a candidate (again in ${RETRY_MS} ms): ${(error as Error).message}`);
-        pause = RETRY_MS;
+        pause = jittered(RETRY_MS);
+        this.context.logger.warn(`Role ${this.role}: could not stand as a candidate (again in ${Math.round(pause)} ms): ${(error as Error).message}`);
       }
       if (pause > 0) await sleep(pause, this.stop.signal);
     }

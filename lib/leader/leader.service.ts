@@ -20,7 +20,7 @@ import { LeaderCampaign } from './leader-campaign.js';
 import { assertLeaderRole, resolveLeaderOptions } from './leader-role.util.js';
 
 /** How long the shutdown waits for the candidacies to end, past `shutdownGraceMs`. */
-const SHUTDOWN_SLACK_MS = 5000;
+const SHUTDOWN_SLACK_MS = 1000;
 
 /**
  * Leader election on the lock engine: in each role, at most one replica of the fleet leads at a time, and it is told

@@ -9,7 +9,7 @@ import {
   type LeaderTerm,
   type LeadershipChange,
 } from 'nestjs-db-locks';
-import { trackApps, type LockApp } from '../support/lock-app.js';
+import { trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { until } from '../support/until.js';
 import type { EngineTarget, EngineStore } from './lock-engine.contract.js';
 
@@ -33,7 +33,9 @@ interface Report {
 export function describeLeaderElectionContract(target: EngineTarget): void {
   target.describe(`leader election's contract on ${target.name}`, () => {
     let store: EngineStore;
-    const apps = trackApps((appId: string) => store.start({ appId, waitRecheckMs: RECHECK_MS, shutdownGraceMs: 5000, leaseMs: 3000 }));
+    const apps = trackApps((appId: string, options: Partial<TestLockOptions> = {}) =>
+      store.start({ appId, waitRecheckMs: RECHECK_MS, shutdownGraceMs: 5000, leaseMs: 3000, ...options }),
+    );
     let test = 0;
     let reports: Report[] = [];
     const role = () => `role-${test}`;
@@ -177,6 +179,37 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
         'two start after', // the leaving leader's work had ended when the next was elected
         'two start',
       ]);
+    });
+
+    it('hands over when shutdownGraceMs ends, although the leaving leader\'s work ignores its signal', async () => {
+      const one = await apps.start('one', { shutdownGraceMs: 300 });
+      const two = await apps.start('two');
+      leaders(one).campaign(role(), (signal, term) => {
+        void leadUntilTold('one')(signal, term);
+        return new Promise(() => undefined); // never returns
+      });
+      await until(() => leaders(one).isLeader(role()));
+      leaders(two).campaign(role(), leadUntilTold('two'));
+      await waiting(one, 1);
+      const closing = Date.now();
+      await one.close();
+      await until(() => leaders(two).isLeader(role()));
+      expect(Date.now() - closing).toBeLessThan(3000);
+      expect(reports.map((r) => `${r.app} ${r.event}`)).toEqual(['one start', 'one stop', 'two start']);
+    });
+
+    it('keeps one leader when a permits row gives the role\'s lock two writers: the second grant is not elected', async () => {
+      const [one, two] = [await apps.start('one'), await apps.start('two')];
+      await one.app.get(LockAdminService).setPermits(`leader:${role()}`, 'write', 2);
+      leaders(one).campaign(role(), leadUntilTold('one'));
+      leaders(two).campaign(role(), leadUntilTold('two'));
+      await until(() => leaders(one).isLeader(role()) || leaders(two).isLeader(role()));
+      for (let i = 0; i < 10; i++) {
+        expect([leaders(one).isLeader(role()), leaders(two).isLeader(role())].filter(Boolean)).toHaveLength(1);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(reports.filter((r) => r.event === 'start')).toHaveLength(1);
+      await one.app.get(LockAdminService).setPermits(`leader:${role()}`, 'write', null);
     });
 
     it('fires the signal with LockLostError when the grant is ended under the leader, and elects the next', async () => {

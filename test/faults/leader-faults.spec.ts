@@ -57,7 +57,7 @@ for (const dialect of DIALECTS) dialect.describe(`leader election through faults
     expect(stop.reason).toBe('LockLostError');
     expect(stop.t).toBeLessThan(next.t);
     await healed;
-    await sleep(1000);
+    await until(async () => (await waiters()).includes('frozen'), 20_000); // it stands again once the database answers
     expect(leadersAfter(fleet.events).filter((entry) => entry.leaders.length > 1)).toEqual([]);
     expect(beatsOfDeposedLeaders(fleet.events)).toEqual([]);
   }, 60_000);

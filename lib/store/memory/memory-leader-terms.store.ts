@@ -1,3 +1,4 @@
+import { leaderLockName } from '../../leader/leader-role.util.js';
 import { type LeaderElection, LeaderTermStore } from '../leader-terms.store.js';
 import type { InMemoryLockDatabase } from './memory-lock.database.js';
 
@@ -14,7 +15,8 @@ export class MemoryLeaderTermStore extends LeaderTermStore {
       grant !== undefined &&
       grant.appId === appId &&
       (grant.status === 'ACQUIRED' || grant.status === 'BUSINESS_DONE') &&
-      grant.leaseExpires > db.now();
+      grant.leaseExpires > db.now() &&
+      !db.holders(leaderLockName(role)).some((row) => row.stamp !== stamp);
     if (!live) return Promise.resolve(undefined);
     const row = db.leaders.get(role);
     if (row === undefined) {

@@ -6,9 +6,13 @@ import { LIVE, NOW } from './mysql-lock.queries.sql.js';
  * @internal
  */
 
-/** ? stamp, ? app id: a row when the grant is live (ACQUIRED or BUSINESS_DONE, its lease not over). */
+/**
+ * ? stamp, ? app id, ? the role's lock name, ? stamp: a row when the grant is live (ACQUIRED or BUSINESS_DONE, its lease
+ * not over) and no other grant holds the role's lock (a permits row giving it more than one writer).
+ */
 export const SELECT_LIVE_GRANT = `SELECT 1 AS live FROM locking_log
-  WHERE stamp = ? AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}`;
+  WHERE stamp = ? AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}
+    AND NOT EXISTS (SELECT 1 FROM locking k WHERE k.lock_name = ? AND k.stamp <> ?)`;
 
 /**
  * ? role, ? stamp, ? app id, ? instance: one more term for the role, unless a grant with a larger stamp won it (then
