@@ -52,6 +52,17 @@ CREATE TABLE locking_job_run (
 CREATE INDEX locking_job_run_running_idx ON public.locking_job_run USING btree (job) WHERE ((outcome)::text = 'running'::text);
 CREATE INDEX locking_job_run_tick_idx ON public.locking_job_run USING btree (tick);
 
+CREATE TABLE locking_leaders (
+  role character varying(200) NOT NULL,
+  term bigint NOT NULL,
+  stamp bigint NOT NULL,
+  app_id character varying(200) NOT NULL,
+  instance character varying(200) NOT NULL,
+  elected timestamp with time zone NOT NULL,
+  CONSTRAINT locking_leaders_pkey PRIMARY KEY (role),
+  CONSTRAINT locking_leaders_term_ck CHECK ((term >= 1))
+);
+
 CREATE TABLE locking_log (
   stamp bigint NOT NULL,
   app_id character varying(200) NOT NULL,

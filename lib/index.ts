@@ -2,6 +2,8 @@ export { LockModule } from './lock.module.js';
 export { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 export type { LockModuleAsyncOptions, LockModuleRootOptions } from './lock.module-definition.js';
 export { LockService } from './services/lock.service.js';
+export { LeaderService } from './leader/leader.service.js';
+export { Leader } from './decorators/leader.decorator.js';
 export type { LockGrantHandle } from './services/lock-grant.handle.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
 export { LockFence } from './fence/lock-fence.service.js';
@@ -55,6 +57,11 @@ export type {
   ScheduledTickOptions,
   ScheduledTickCron,
   ScheduledTickInterval,
+  LeaderOptions,
+  LeaderTerm,
+  LeadershipChange,
+  LeadershipChangeReason,
+  LeaderWork,
 } from './interfaces/index.js';
 export {
   LOCK_ENTITIES,
@@ -86,6 +93,7 @@ export {
   MysqlLockDoorbells1796500000000,
   JobRunClaims1796600000000,
   FairLockWaiters1796700000000,
+  LeaderTerms1796900000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';
@@ -109,4 +117,5 @@ export {
   NoFencedTransactionError,
   LockServerReadOnlyError,
   LockStartupTimeoutError,
+  LeadershipEndedError,
 } from './errors/index.js';

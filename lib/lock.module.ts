@@ -11,12 +11,14 @@ import {
 } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { LockFence } from './fence/lock-fence.service.js';
+import { LeaderService } from './leader/leader.service.js';
 import { LockConfigurationError } from './errors/index.js';
 import { LOCK_DATA_SOURCE, LOCK_TABLES } from './lock.constants.js';
 import { resolveLockTables } from './store/lock-tables.util.js';
 import {
   createLockStoreProvider,
   jobRunStoreProvider,
+  leaderTermStoreProvider,
   LOCK_ENGINE_PROVIDERS,
   lockAdminProvider,
   OWN_DATA_SOURCE_PROVIDERS,
@@ -49,7 +51,7 @@ import { migrationsRunOption, MODULE_EXTRAS_KEYS, MODULE_OPTIONS_KEYS } from './
 @Module({
   imports: [DiscoveryModule],
   providers: [...LOCK_ENGINE_PROVIDERS, LockFence],
-  exports: [LockService, LockAdminService, LockFence],
+  exports: [LockService, LockAdminService, LockFence, LeaderService],
 })
 export class LockModule extends ConfigurableModuleClass {
   /** Configures the module with options known up front. */
@@ -98,6 +100,7 @@ function withExtras(definition: DynamicModule, extras: LockModuleExtras, url?: u
       createLockStoreProvider(dialect, own !== undefined),
       lockAdminProvider,
       jobRunStoreProvider,
+      leaderTermStoreProvider,
       ...interceptor,
     ],
   };

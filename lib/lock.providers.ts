@@ -6,13 +6,16 @@ import { LOCK_MODULE_OPTIONS } from './lock.module-definition.js';
 import { LockAdminService } from './admin/lock-admin.service.js';
 import { JobRunStore } from './store/job-runs.store.js';
 import { LockStore } from './store/lock.store.js';
-import { createJobRunStore, createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
+import { createJobRunStore, createLeaderTermStore, createLockAdminStore, createLockStore } from './store/lock-stores.factory.js';
 import { type LockDialect, lockDialectOf } from './store/lock-dialect.util.js';
 import { LockConfigurationError } from './errors/index.js';
 import { type LockTables, resolveLockTables } from './store/lock-tables.util.js';
 import { LockTelemetry } from './telemetry/lock-telemetry.service.js';
 import { lockTelemetryProvider } from './telemetry/lock-telemetry.provider.js';
 import { LockExplorer } from './explorer/lock.explorer.js';
+import { LeaderExplorer } from './explorer/leader.explorer.js';
+import { LeaderService } from './leader/leader.service.js';
+import { LeaderTermStore } from './store/leader-terms.store.js';
 import { LockJobs } from './jobs/lock-jobs.service.js';
 import { InstanceLock } from './services/instance-lock.service.js';
 import { LockAcquisitions } from './services/lock-acquisitions.service.js';
@@ -73,6 +76,13 @@ export const jobRunStoreProvider: Provider = {
   inject: [LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS],
 };
 
+/** The terms of leader election over the module's DataSource, in its dialect. @internal */
+export const leaderTermStoreProvider: Provider = {
+  provide: LeaderTermStore,
+  useFactory: (ds: DataSource, options: ResolvedLockOptions) => createLeaderTermStore(ds, options),
+  inject: [LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS],
+};
+
 /** The admin service over the module's DataSource, acting as the module's `instance`. @internal */
 export const lockAdminProvider: Provider = {
   provide: LockAdminService,
@@ -121,4 +131,6 @@ export const LOCK_ENGINE_PROVIDERS: readonly Provider[] = [
   LockJobs,
   LockTasksRegistrar,
   LockExplorer,
+  LeaderService,
+  LeaderExplorer,
 ];

@@ -29,3 +29,4 @@ export type {
   LockTransactionRunnerToken,
   LockTransactionRunOptions,
 } from './lock-transaction-runner.interface.js';
+export type { LeaderOptions, LeaderTerm, LeadershipChange, LeadershipChangeReason, LeaderWork } from './leader.interface.js';

@@ -3,6 +3,9 @@ import { LockConfigurationError } from '../errors/index.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { JobRunStore } from './job-runs.store.js';
+import type { LeaderTermStore } from './leader-terms.store.js';
+import { MysqlLeaderTermStore } from './mysql/mysql-leader-terms.store.js';
+import { PostgresLeaderTermStore } from './postgres/postgres-leader-terms.store.js';
 import type { LockAdminStore } from './lock-admin.store.js';
 import { lockDialectOf } from './lock-dialect.util.js';
 import type { LockStore } from './lock.store.js';
@@ -52,4 +55,11 @@ export function createJobRunStore(dataSource: DataSource, options: ResolvedLockO
   return lockDialectOf(dataSource) === 'mysql'
     ? new MysqlJobRunStore(new MysqlStatementRunner(dataSource, options))
     : new PostgresJobRunStore(new PostgresStatementRunner(dataSource, options));
+}
+
+/** The leader-election terms store of the DataSource's dialect, on its own statement runner (same pool). @internal */
+export function createLeaderTermStore(dataSource: DataSource, options: ResolvedLockOptions): LeaderTermStore {
+  return lockDialectOf(dataSource) === 'mysql'
+    ? new MysqlLeaderTermStore(new MysqlStatementRunner(dataSource, options))
+    : new PostgresLeaderTermStore(new PostgresStatementRunner(dataSource, options));
 }

@@ -116,6 +116,7 @@ const LOCK_TABLE_NAMES = [
   'locking_instances',
   'locking_job_run',
   'locking_job',
+  'locking_leaders',
 ];
 
 /** The objects of the lock engine on PostgreSQL (tables, sequences, functions), qualified with the schema. */

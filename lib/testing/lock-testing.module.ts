@@ -6,6 +6,9 @@ import { LockAdminService } from '../admin/lock-admin.service.js';
 import { LockHttpInterceptor } from '../interceptors/lock-http.interceptor.js';
 import type { LockModuleOptions } from '../interfaces/index.js';
 import { JobRunStore } from '../store/job-runs.store.js';
+import { LeaderTermStore } from '../store/leader-terms.store.js';
+import { MemoryLeaderTermStore } from '../store/memory/memory-leader-terms.store.js';
+import { LeaderService } from '../leader/leader.service.js';
 import { MemoryJobRunStore } from '../store/memory/memory-job-runs.store.js';
 import { LOCK_DATA_SOURCE, LOCK_TABLES, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { DEFAULT_LOCK_TABLES } from '../store/lock-tables.util.js';
@@ -91,6 +94,7 @@ export class LockTestingModule {
         inject: [RESOLVED_LOCK_OPTIONS],
       },
       { provide: JobRunStore, useFactory: () => new MemoryJobRunStore(database) },
+      { provide: LeaderTermStore, useFactory: () => new MemoryLeaderTermStore(database) },
       {
         provide: LockAdminService,
         useFactory: (resolved: ResolvedLockOptions) =>
@@ -105,7 +109,7 @@ export class LockTestingModule {
       global: isGlobal,
       imports: [DiscoveryModule],
       providers,
-      exports: [LockService, LockAdminService, InMemoryLockDatabase],
+      exports: [LockService, LockAdminService, LeaderService, InMemoryLockDatabase],
     };
   }
 }

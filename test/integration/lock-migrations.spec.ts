@@ -60,6 +60,11 @@ async function jobHistory(db: TestDatabase): Promise<boolean> {
 }
 
 /** Whether `locking_job_run.claimable_until` and `locking_claim_job_tick` exist (JobRunClaims1796600000000). */
+/** Whether the table of leader election's terms is there (`LeaderTerms1796900000000`). */
+async function leaderTerms(db: TestDatabase): Promise<boolean> {
+  return (await db.query(`SELECT 1 FROM information_schema.tables WHERE table_name = 'locking_leaders'`)).length === 1;
+}
+
 async function jobClaims(db: TestDatabase): Promise<boolean> {
   const column = await db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'locking_job_run' AND column_name = 'claimable_until'`);
   const fn = await db.query(`SELECT 1 FROM pg_proc WHERE proname = 'locking_claim_job_tick'`);
@@ -128,6 +133,11 @@ describe('shipped migrations', () => {
     let app = await createLockApp(db.url, { appId: 'latest' });
     await exerciseEngine(app.locks);
     await app.close();
+
+    expect(await leaderTerms(db)).toBe(true);
+    await dataSource.undoLastMigration(); // the leader terms: their table goes, the rest stays
+    expect(await leaderTerms(db)).toBe(false);
+    expect(await writersQueue(db)).toBe(true);
 
     await dataSource.undoLastMigration(); // the fair waiters: writers no longer queue, the sixth version's check is back
     expect(await writersQueue(db)).toBe(false);

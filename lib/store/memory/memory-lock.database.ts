@@ -72,13 +72,22 @@ export interface MemoryJobRow {
   updated: number;
 }
 
+/** A role's row (`locking_leaders`). @internal */
+export interface MemoryLeaderRow {
+  term: number;
+  stamp: number;
+  appId: string;
+  instance: string;
+  elected: number;
+}
+
 const TABLE_KEY = (name: string, mode: ModeCode) => `${mode}\u0000${name}`;
 
 /**
  * The lock tables of `LockTestingModule`, kept in this process's memory: the grants, their log, the permits, the
- * waiters, the instance locks and the run history of scheduled jobs. Each testing module makes its own unless you
- * give it one: share one `InMemoryLockDatabase` between several modules (several `appId`s) to test how instances
- * contend, as they would on one database.
+ * waiters, the instance locks, the run history of scheduled jobs and the terms of leader election. Each testing module
+ * makes its own unless you give it one: share one `InMemoryLockDatabase` between several modules (several `appId`s)
+ * to test how instances contend, as they would on one database.
  *
  * ```ts
  * const database = new InMemoryLockDatabase();
@@ -98,6 +107,7 @@ export class InMemoryLockDatabase {
   /** @internal */ readonly instances = new Map<string, { instance: string; processKey: string | null; claimed: number }>();
   /** @internal */ readonly jobRuns = new Map<string, MemoryJobRunRow>();
   /** @internal */ readonly jobs = new Map<string, MemoryJobRow>();
+  /** @internal */ readonly leaders = new Map<string, MemoryLeaderRow>();
   private readonly listeners = new Set<ListenerCallbacks>();
   private stampSeq = 0;
   private waiterSeq = 0;

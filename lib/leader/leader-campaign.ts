@@ -1,0 +1,250 @@
+import type { Logger } from '@nestjs/common';
+import { LeadershipEndedError, LockLostError, LockShutdownError } from '../errors/index.js';
+import type { LeaderTerm, LeaderWork, LeadershipChange, LeadershipChangeReason } from '../interfaces/index.js';
+import type { LeaderTermStore } from '../store/leader-terms.store.js';
+import type { LockLeases } from '../services/lock-leases.service.js';
+import type { LockService } from '../services/lock.service.js';
+import type { LockedCallsTracker, ShutdownHolder } from '../services/locked-calls.tracker.js';
+import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
+import { leaderLockName, type ResolvedLeaderOptions } from './leader-role.util.js';
+
+/** The longest wait of one `tryLocks` (then the candidate waits again). */
+const MAX_WAIT_MS = 2_147_483_647;
+
+/**
+ * How long a candidate pauses after a failure (the database away, an election refused) before it stands again (half
+ * to all of it, at random: two candidates refused together do not retry together).
+ */
+const RETRY_MS = 1000;
+
+/** What a campaign needs from its application. @internal */
+export interface CampaignContext {
+  readonly service: LockService;
+  readonly leases: LockLeases;
+  readonly terms: LeaderTermStore;
+  readonly calls: LockedCallsTracker;
+  readonly appId: string;
+  readonly instance: string;
+  readonly shutdownGraceMs: number;
+  readonly logger: Logger;
+  readonly changed: (change: LeadershipChange) => void;
+}
+
+/** A term this replica serves: its grant, its signal, and what ends it. */
+interface ServedTerm extends ShutdownHolder {
+  readonly term: LeaderTerm;
+  readonly stamp: number;
+  /** Fires when the leadership may be lost or is ending: the grant's signal, or `controller`'s. */
+  readonly signal: AbortSignal;
+  readonly controller: AbortController;
+  /** Releases the role's grant (once). */
+  readonly release: () => Promise<void>;
+  /** Tells the shutdown the term has ended (its grant released). */
+  readonly ended: () => void;
+}
+
+/** Why a term's signal fired, as a `LeadershipChange` says it. */
+function reasonOf(signal: AbortSignal): LeadershipChangeReason {
+  const reason: unknown = signal.reason;
+  if (reason instanceof LockShutdownError) return 'shutdown';
+  if (reason instanceof LeadershipEndedError) return reason.why;
+  return 'lost';
+}
+
+/** A Promise that resolves when `signal` fires. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/**
+ * One role's candidacy in this application, on the lock engine: the candidate waits for the role's lock
+ * (`leader:<role>`, one writer) in the order of the waiters, woken by the database; the grant that wins it records a
+ * new term (`LeaderTermStore.elect`: the fencing token), and the work runs while the grant is held. The term's signal
+ * fires before the grant can end (the grant's own signal: its lease expiry is watched on this process's clock, with
+ * the engine's margin), or before this replica releases it (the work ended, `resign`, shutdown): no other replica can
+ * be elected before this one was told. Then the work is awaited (within `shutdownGraceMs`), the grant released, and
+ * the replica stands again, unless it resigned or the application is closing.
+ * @internal
+ */
+export class LeaderCampaign {
+  /** Ends the candidacy (resign, shutdown): its reason is the reason given to the term being served. */
+  private readonly stop = new AbortController();
+  private served?: ServedTerm;
+  private loop?: Promise<void>;
+
+  constructor(
+    readonly role: string,
+    /** What the replica runs while it leads, and how the logs name it. */
+    private readonly work: LeaderWork,
+    readonly label: string,
+    private readonly options: ResolvedLeaderOptions,
+    private readonly context: CampaignContext,
+  ) {}
+
+  /** Stands as a candidate (once). */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** The term this replica leads now, if it does: its signal has not fired and its grant's lease is not at risk. */
+  leading(): LeaderTerm | undefined {
+    const served = this.served;
+    if (served === undefined || served.signal.aborted) return undefined;
+    // A lease past its deadline is lost here and now (the signal fires) whatever the watchdog's timer does.
+    if (!this.context.leases.isHeld(served.stamp)) return undefined;
+    return served.signal.aborted ? undefined : served.term;
+  }
+
+  /** Ends the term being served (if any) and the candidacy; resolves once the role is handed over. */
+  async resign(): Promise<void> {
+    this.end(new LeadershipEndedError(this.role, 'resigned'));
+    await this.loop;
+  }
+
+  /** The application is closing: the term's signal fires, and the candidacy ends. */
+  shutdown(): void {
+    this.end(new LockShutdownError());
+  }
+
+  /** Resolves when the candidacy has ended (after `resign` or `shutdown`). */
+  ended(): Promise<void> {
+    return this.loop ?? Promise.resolve();
+  }
+
+  private end(reason: Error): void {
+    if (!this.stop.signal.aborted) this.stop.abort(reason);
+    this.served?.controller.abort(reason);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stop.signal.aborted) {
+      let pause = 0;
+      try {
+        const served = await this.context.calls.starts(this.stand());
+        pause = served === undefined ? jittered(RETRY_MS) : await this.serve(served);
+      } catch (error) {
+        // The application is closing (its waits end before this service hears of it): the candidacy ends quietly.
+        if (error instanceof LockShutdownError) this.shutdown();
+        if (this.stop.signal.aborted) break;
+        pause = jittered(RETRY_MS);
+        this.context.logger.warn(`Role ${this.role}: could not stand as a candidate (again in ${Math.round(pause)} ms): ${(error as Error).message}`);
+      }
+      if (pause > 0) await sleep(pause, this.stop.signal);
+    }
+  }
+
+  /**
+   * Waits for the role's lock, then records the term. Undefined when the election was refused (the grant ended
+   * meanwhile, or another grant holds the role's lock); rejects when the wait ends without a grant.
+   */
+  private async stand(): Promise<ServedTerm | undefined> {
+    const { service, terms, leases } = this.context;
+    let stamp = 0;
+    while (stamp === 0) {
+      stamp = await service.tryLocks([{ name: leaderLockName(this.role), mode: 'write' }], {
+        waitMs: MAX_WAIT_MS,
+        signal: this.stop.signal,
+      });
+    }
+    const release = () => service.releaseLocks(stamp);
+    let election;
+    try {
+      election = await terms.elect(this.role, stamp, this.context.appId, this.context.instance);
+    } catch (error) {
+      await release().catch(() => undefined);
+      throw error;
+    }
+    if (election === undefined || !leases.isHeld(stamp) || this.stop.signal.aborted) {
+      if (election === undefined) {
+        this.context.logger.warn(
+          `Role ${this.role}: the election of grant ${stamp} was refused (its lease ended, or another grant holds the ` +
+            `role's lock: do not give ${leaderLockName(this.role)} more than one write permit)`,
+        );
+      }
+      await release().catch(() => undefined);
+      return undefined;
+    }
+    return this.termOf(stamp, { role: this.role, token: election.term, since: new Date(election.electedAt) }, release);
+  }
+
+  /** The served term of grant `stamp`, registered with the shutdown (told at once when it has begun). */
+  private termOf(stamp: number, term: LeaderTerm, releaseLocks: () => Promise<void>): ServedTerm {
+    const controller = new AbortController();
+    let released: Promise<void> | undefined;
+    let ended!: () => void;
+    const served: ServedTerm = {
+      term,
+      stamp,
+      controller,
+      signal: AbortSignal.any([this.context.leases.signal(stamp), controller.signal]),
+      description: `The leader of role ${this.role} (${this.label})`,
+      release: () =>
+        (released ??= releaseLocks().catch((error: unknown) =>
+          this.context.logger.debug(`Role ${this.role}: the release of term ${term.token} failed: ${(error as Error).message}`),
+        )),
+      ended: () => ended(),
+      stopping: () => this.shutdown(),
+      end: () => served.release(),
+    };
+    this.served = served;
+    this.context.calls.hold(served, new Promise<void>((resolve) => (ended = resolve)));
+    return served;
+  }
+
+  /**
+   * Runs the work for the term, until it ends or the term's signal fires; then the work is awaited within
+   * `shutdownGraceMs`, and the grant released (the next candidate is elected). Resolves with the pause before this
+   * replica stands again.
+   */
+  private async serve(served: ServedTerm): Promise<number> {
+    const { term, signal } = served;
+    const { logger } = this.context;
+    if (signal.aborted) {
+      await served.release();
+      served.ended();
+      this.served = undefined;
+      return 0;
+    }
+    signal.addEventListener('abort', () => this.stopped(served), { once: true });
+    logger.log(`Leading role ${this.role} (term ${term.token}): ${this.label} starts`);
+    this.context.changed({ role: this.role, leading: true, term, reason: 'elected' });
+    const done = (async () => {
+      try {
+        await this.work(signal, term);
+        return { threw: false, error: undefined as unknown };
+      } catch (error) {
+        return { threw: true, error };
+      }
+    })();
+    await Promise.race([done, aborted(signal)]);
+    const workEnded = !signal.aborted;
+    if (workEnded) {
+      const outcome = await done;
+      if (outcome.threw) {
+        logger.error(`${this.label}, leader of role ${this.role} (term ${term.token}), threw: ${String((outcome.error as Error)?.message ?? outcome.error)}; the role is handed over`);
+      } else logger.log(`${this.label}, leader of role ${this.role} (term ${term.token}), returned; the role is handed over`);
+      served.controller.abort(new LeadershipEndedError(this.role, 'work-ended'));
+    } else if (!(await bounded(done, Date.now() + this.context.shutdownGraceMs, NEVER))) {
+      logger.warn(
+        `${this.label}, leader of role ${this.role} (term ${term.token}), still runs ${this.context.shutdownGraceMs} ms ` +
+          'after its signal fired: the role is handed over all the same',
+      );
+    }
+    await served.release();
+    served.ended();
+    await done; // never two runs of the work in one replica
+    if (this.served === served) this.served = undefined;
+    return workEnded ? this.options.rejoinDelayMs : 0;
+  }
+
+  /** The term's signal fired: this replica no longer leads (told before the grant can go to anybody else). */
+  private stopped(served: ServedTerm): void {
+    const reason = reasonOf(served.signal);
+    const why = served.signal.reason instanceof LockLostError ? `: ${(served.signal.reason as Error).message}` : '';
+    this.context.logger.log(`Stopped leading role ${this.role} (term ${served.term.token}, ${reason})${why}`);
+    this.context.changed({ role: this.role, leading: false, term: served.term, reason });
+  }
+}

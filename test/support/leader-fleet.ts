@@ -1,0 +1,139 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const REPLICA = fileURLToPath(new URL('./leader-replica.child.mjs', import.meta.url));
+
+/** The machine's monotonic clock in ms, as the replicas report it (`process.hrtime`: one clock for every process). */
+export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** What a replica reported (or, `killed`, what the spec did to it), with the time. */
+export interface FleetEvent {
+  readonly app: string;
+  readonly event: 'ready' | 'start' | 'stop' | 'finished' | 'beat' | 'resigned' | 'log' | 'killed' | 'exited';
+  readonly t: number;
+  readonly token?: number;
+  readonly reason?: string;
+  readonly level?: string;
+  readonly message?: string;
+}
+
+/**
+ * Replica processes (test/support/leader-replica.child.mjs) that stand for one role, and everything they report, in
+ * one list: the spec counts from it how many replicas believed they led at each instant.
+ */
+export class LeaderFleet {
+  readonly events: FleetEvent[] = [];
+  private readonly children = new Map<string, { child: ChildProcess; exited: Promise<void> }>();
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  /** Starts replica `app` and resolves once its application has started. */
+  async start(app: string, env: Record<string, string> = {}): Promise<void> {
+    const child = spawn(process.execPath, [REPLICA], {
+      env: { ...process.env, ...this.env, ...env, APP_ID: app },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      this.events.push({ ...(JSON.parse(line) as Omit<FleetEvent, 'app'>), app });
+    });
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        this.events.push({ app, event: 'exited', t: monotonicNow() });
+        resolve();
+      }),
+    );
+    this.children.set(app, { child, exited });
+    await this.next((e) => e.app === app && (e.event === 'ready' || e.event === 'exited'), 30_000);
+  }
+
+  /** The first event from index `from` on that matches, once it is there. */
+  async next(match: (event: FleetEvent) => boolean, timeoutMs = 20_000, from = 0): Promise<FleetEvent> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.slice(from).find(match);
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no such event within ${timeoutMs} ms: ${JSON.stringify(this.events.slice(-8))}`);
+      await sleep(5);
+    }
+  }
+
+  /** The replica that leads now according to its reports (a start not yet followed by a stop or its death). */
+  leader(): string | undefined {
+    return leadersAfter(this.events).at(-1)?.leaders[0];
+  }
+
+  /** Writes `line` to replica `app`'s stdin. */
+  send(app: string, line: string): void {
+    this.children.get(app)!.child.stdin!.write(`${line}\n`);
+  }
+
+  /** SIGTERM (graceful: `app.close()`), and waits for the process to end. */
+  async terminate(app: string): Promise<void> {
+    const { child, exited } = this.children.get(app)!;
+    child.kill('SIGTERM');
+    await exited;
+  }
+
+  /** SIGKILL, recording the instant as `killed`, and waits for the process to end. */
+  async kill(app: string): Promise<number> {
+    const { child, exited } = this.children.get(app)!;
+    const t = monotonicNow();
+    this.events.push({ app, event: 'killed', t });
+    child.kill('SIGKILL');
+    await exited;
+    return t;
+  }
+
+  /** Sends `signal` (SIGSTOP, SIGCONT) to replica `app`. */
+  signal(app: string, signal: NodeJS.Signals): void {
+    this.children.get(app)!.child.kill(signal);
+  }
+
+  /** SIGKILLs every replica still running. */
+  async closeAll(): Promise<void> {
+    for (const { child, exited } of this.children.values()) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    }
+  }
+}
+
+/**
+ * The replicas that believed they led after each event, in time order: a replica believes it leads from its `start`
+ * to its `stop` (its signal fired), its death (`killed`, `exited`) or its `finished`.
+ */
+export function leadersAfter(events: readonly FleetEvent[]): Array<{ event: FleetEvent; leaders: string[] }> {
+  const leading = new Set<string>();
+  const timeline: Array<{ event: FleetEvent; leaders: string[] }> = [];
+  for (const event of [...events].sort((a, b) => a.t - b.t)) {
+    if (event.event === 'start') leading.add(event.app);
+    else if (['stop', 'killed', 'exited', 'finished'].includes(event.event)) leading.delete(event.app);
+    else continue;
+    timeline.push({ event, leaders: [...leading] });
+  }
+  return timeline;
+}
+
+/** The value at quantile `q` (0..1) of `values`. */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+/**
+ * The heartbeats (`beat`: the replica believed it led at that instant) of a replica after another replica had been
+ * elected since that replica's own last election: each one is an instant at which two replicas believed they led.
+ */
+export function beatsOfDeposedLeaders(events: readonly FleetEvent[]): FleetEvent[] {
+  const sorted = [...events].sort((a, b) => a.t - b.t);
+  let latest: FleetEvent | undefined;
+  const found: FleetEvent[] = [];
+  for (const event of sorted) {
+    if (event.event === 'start') {
+      latest = event;
+    } else if (event.event === 'beat' && latest !== undefined && latest.app !== event.app) found.push(event);
+  }
+  return found;
+}
