@@ -16,3 +16,4 @@ export { GrantNotFoundError } from './grant-not-found.error.js';
 export { NoFencedTransactionError } from './no-fenced-transaction.error.js';
 export { LockServerReadOnlyError } from './lock-server-read-only.error.js';
 export { LockStartupTimeoutError } from './lock-startup-timeout.error.js';
+export { JobNotFoundError } from './job-not-found.error.js';

@@ -13,7 +13,14 @@ import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickCheck, type TickClaim } from '../store/job-runs.store.js';
+import {
+  type JobRegistration,
+  JobRunStore,
+  type RunEnd,
+  type RunRequest,
+  type TickCheck,
+  type TickClaim,
+} from '../store/job-runs.store.js';
 import { JobCatalog } from './job-catalog.js';
 import { JobRunEndsWriter } from './job-run-ends.writer.js';
 import { isLockLost, messageOf, nameOf, perReplicaWaitMs } from './job-run.util.js';
@@ -21,6 +28,7 @@ import { JobSkewWarner } from './job-skew.warner.js';
 import { JobSuccessAges } from './job-success.ages.js';
 import { isShutdownRefusal } from './shutdown-refusal.util.js';
 import { bindJobRunner } from './job-runner.host.js';
+import { JobRequestsPoller, type RunRequested } from './job-requests.poller.js';
 import { planTick, runsPerReplica, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
@@ -60,6 +68,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   readonly catalog: JobCatalog;
   /** The jobs this replica registered (their names in the history), kept alive at each pruning run. */
   private readonly registered = new Set<string>();
+  /** The "run now" requests of this replica's jobs, looked for every second. */
+  private readonly requests: JobRequestsPoller;
 
   constructor(
     private readonly service: LockService,
@@ -69,6 +79,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   ) {
     this.catalog = new JobCatalog(options.appId);
     this.ends = new JobRunEndsWriter(store, this.logger, options.leaseMs);
+    this.requests = new JobRequestsPoller(store, this.logger, () => this.warnMissingTables());
   }
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
@@ -86,6 +97,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   /** From now on, ticks are skipped (the locks are refused from here on too). @internal */
   onModuleDestroy(): void {
     this.closing = true;
+    this.requests.close();
   }
 
   /** Awaits the ticks under way, then gives the ends not written yet a last, bounded try, while the DataSource is still open. @internal */
@@ -94,12 +106,17 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     await this.ends.close();
   }
 
-  /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
-  async register(job: ScheduledJob): Promise<void> {
+  /**
+   * Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. With
+   * `runNow` (how this replica runs one request of the job: see `runTick`'s `request`), this replica takes its share of
+   * the job's "run now" requests.
+   */
+  async register(job: ScheduledJob, runNow?: RunRequested): Promise<void> {
     const plan = planTick(job, this.service.appId, Date.now());
     const source = plan.source;
     const nextTick = 'at' in source ? plan.next(source.at) : null;
     this.registered.add(plan.job);
+    if (runNow !== undefined) this.requests.add(plan.job, runNow);
     await this.store
       .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
       .catch((error: unknown) => {
@@ -113,14 +130,16 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
    * the tick's claim. `firedAt` is this replica's clock when the schedule invoked the job: it names a cron tick.
    * Resolves with the method's result, or undefined when the tick is skipped or cut short by the shutdown (a lock the
    * method asked for refused with `LockShutdownError`: one debug line, no end recorded, so the history shows the run
-   * `abandoned`); rejects with the method's own error (the schedule module logs it), never with a shutdown.
+   * `abandoned`); rejects with the method's own error (the schedule module logs it), never with a shutdown. With
+   * `request`, the run is that "run now" of the job instead of a tick: claimed under the job's locks as a tick is, once
+   * across the fleet, whether the job is paused or not.
    */
-  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
+  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number, request?: RunRequest): Promise<unknown> {
     if (this.closing) {
       this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
       return Promise.resolve(undefined);
     }
-    const tick = this.tick(job, lock, call, firedAt);
+    const tick = this.tick(job, lock, call, firedAt, request);
     this.ticks.add(tick);
     const forget = () => void this.ticks.delete(tick);
     tick.then(forget, forget);
@@ -162,11 +181,19 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     return total;
   }
 
-  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
-    const plan = planTick(job, this.service.appId, firedAt);
+  private async tick(
+    job: ScheduledJob,
+    lock: ResolvedWithLocks,
+    call: () => unknown,
+    firedAt: number,
+    request?: RunRequest,
+  ): Promise<unknown> {
+    const scheduled = planTick(job, this.service.appId, firedAt);
+    // A request is named by its own tick; the job's next tick stays as the schedule set it.
+    const plan: TickPlan = request ? { ...scheduled, source: { at: request.tick }, skewBoundMs: undefined, next: () => null, manual: true } : scheduled;
     const perReplica = runsPerReplica(job);
     // Once per tick: a tick already run elsewhere is skipped before the locks are taken (the claim still decides).
-    if (!perReplica && (await this.runElsewhere(job, plan))) return undefined;
+    if (!perReplica && !request && (await this.runElsewhere(job, plan))) return undefined;
     let claim: TickClaim | undefined;
     let stamp = 0;
     let end: RunEnd | undefined;
@@ -177,7 +204,9 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       stamp = this.service.currentLock()?.stamp ?? 0;
       try {
         const sentAt = Date.now();
-        claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+        claim = request
+          ? await this.store.claimRequest(plan.job, request.tick, this.service.appId, stamp)
+          : await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
         this.skew.check(plan, claim.dbNow, sentAt, Date.now());
       } catch (error) {
         if (!(error instanceof LockTablesMissingError)) throw error;
@@ -207,7 +236,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     };
     let result: unknown;
     try {
-      const waitMs = perReplica ? perReplicaWaitMs(job, lock, plan) : lock.waitMs;
+      const waitMs = perReplica && !request ? perReplicaWaitMs(job, lock, plan) : lock.waitMs;
       result = await this.service.runLocked({
         target: job.label,
         lock: waitMs === lock.waitMs ? lock : { ...lock, waitMs },
@@ -215,7 +244,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         call: run,
       });
     } catch (error) {
-      if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
+      if (error instanceof LockNotAcquiredError && !request) await this.countBusy(plan); // `onUnavailable: 'throw'`
       if (isShutdownRefusal(error)) {
         // One debug line, whether the job's own locks or a lock the method asked for were refused: not an error.
         if (cutShort && claim !== undefined) {
@@ -236,11 +265,18 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       return undefined;
     }
     if (claim === undefined) {
-      if (end === undefined && stamp === 0) await this.countBusy(plan);
+      // A request whose locks were busy stays `requested`: tried again at the next poll.
+      if (end === undefined && stamp === 0 && !request) await this.countBusy(plan);
       return result;
     }
-    if (claim.result !== 'claimed') this.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
+    if (claim.result === 'paused') this.paused(job, plan, claim.tick);
+    else if (claim.result !== 'claimed' && !request) this.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
     return result;
+  }
+
+  private paused(job: ScheduledJob, plan: TickPlan, tick: number): void {
+    this.telemetry.jobRan(plan.job, 'paused');
+    this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: the job is paused`);
   }
 
   /**
@@ -297,7 +333,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
    */
   private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd, endedAt: number): Promise<void> {
     if (claim?.result !== 'claimed') return;
-    this.telemetry.jobRan(plan.job, end.outcome);
+    this.telemetry.jobRan(plan.job, end.outcome, plan.manual === true);
     const succeeded = end.outcome === 'succeeded';
     if (succeeded) this.successes.record(plan.job, endedAt);
     const registration: JobRegistration = { job: plan.job, schedule: plan.schedule, nextTick: plan.next(claim.tick) };

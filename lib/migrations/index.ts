@@ -11,6 +11,7 @@ import { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-m
 import { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 import { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 import { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
+import { JobControls1796800000000 } from './1796800000000-job-controls.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -25,6 +26,7 @@ export { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-m
 export { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 export { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 export { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
+export { JobControls1796800000000 } from './1796800000000-job-controls.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -45,6 +47,7 @@ export const LOCK_MIGRATIONS = [
   MysqlLockDoorbells1796500000000,
   JobRunClaims1796600000000,
   FairLockWaiters1796700000000,
+  JobControls1796800000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';
