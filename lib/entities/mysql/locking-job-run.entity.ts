@@ -59,7 +59,7 @@ export class MysqlLockingJobRunEntity {
   claimableUntil!: Date | null;
 
   /** A "run now" (`LockAdminService.runJobNow`), not a tick of the schedule. */
-  @Column({ name: 'manual', type: 'tinyint', width: 1, default: 0 })
+  @Column({ name: 'manual', type: 'tinyint', default: 0 })
   manual!: number;
 
   /** Who asked for the manual run, or paused the job (a `paused` tick). */
