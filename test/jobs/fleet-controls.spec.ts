@@ -9,6 +9,9 @@ import { createHitsTable, dbNowMs, type Hit, hitsOf, type Replica, startReplica,
 /** How long one run of SlowCron takes (ms): its runs overrun the one-second schedule, so one is nearly always going. */
 const SLOW_MS = 1500;
 
+/** The jobs of every replica. */
+const JOBS = 'FleetCron,SlowCron,SharedCron';
+
 /** The most runs going at once, from their start and end hits (database clock). */
 function mostAtOnce(hits: readonly Hit[]): number {
   let running = 0;
@@ -35,7 +38,7 @@ async function adminOf(db: TestDatabase, dialect: TestDialect): Promise<{ admin:
  * them through `LockAdminService`, and `job_hits` (written by the jobs themselves) shows where and when they ran.
  */
 for (const dialect of DIALECTS) {
-  dialect.describe(`Controls of scheduled jobs on a fleet of three replicas, on ${dialect.name}`, () => {
+  dialect.describe(`Controls of scheduled jobs on a fleet of replicas, on ${dialect.name}`, () => {
     let db: TestDatabase;
     let admin: LockAdminService;
     let source: DataSource;
@@ -44,12 +47,15 @@ for (const dialect of DIALECTS) {
     beforeAll(async () => {
       db = await dialect.createDatabase();
       await createHitsTable(db, dialect);
+      // SharedCron's read lock admits two holders: its locks alone would let a "run now" overlap a scheduled run.
+      await db.query("INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ('SHARED_CRON', 'R', 2)");
       for (const appId of ['replica-a', 'replica-b', 'replica-c']) {
-        replicas.push(await startReplica(db.url, appId, 0, { JOBS: 'FleetCron,SlowCron', SLOW_MS: String(SLOW_MS) }));
+        replicas.push(await startReplica(db.url, appId, 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SLOW_MS) }));
       }
       ({ admin, source } = await adminOf(db, dialect));
       // Registered by every replica, and run at least once.
       await until(async () => (await hitsOf(db, 'fleet-cron')).length > 0 && (await hitsOf(db, 'slow-cron')).length > 0, 20_000);
+      await until(async () => (await hitsOf(db, 'shared-cron')).length > 0, 20_000);
     }, 90_000);
 
     afterAll(async () => {
@@ -66,6 +72,8 @@ for (const dialect of DIALECTS) {
       expect(await admin.pauseJob('FleetCron.run', { actor: 'bob', reason: 'again' })).toMatchObject({ changed: false });
       const info = (await admin.getJobs({ runs: 0 })).find((job) => job.job === 'FleetCron.run');
       expect(info!.paused).toMatchObject({ actor: 'alice', reason: 'maintenance window' });
+      // A replica started while the job is paused obeys the pause too (it is in the database).
+      replicas.push(await startReplica(db.url, 'replica-d', 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SLOW_MS) }));
       await sleep(4500);
       const runs = await admin.getJobRuns({ job: 'FleetCron.run', since: new Date(pausedAt + 1000), limit: 100 });
       // Four ticks or so, each recorded once, paused, by whoever came first; none ran.
@@ -104,7 +112,7 @@ for (const dialect of DIALECTS) {
         return run?.outcome === 'succeeded';
       }, 10_000);
       expect(run).toMatchObject({ manual: true, actor: 'dave', reason: 'rebuild after import', error: null });
-      expect(['replica-a', 'replica-b', 'replica-c']).toContain(run!.appId);
+      expect(['replica-a', 'replica-b', 'replica-c', 'replica-d']).toContain(run!.appId);
       // Exactly one run started by the request's replica within its run (the schedule's own ticks are elsewhere in time).
       const started = run!.startedAt!.getTime();
       const hits = (await hitsOf(db, 'fleet-cron')).filter(
@@ -134,6 +142,20 @@ for (const dialect of DIALECTS) {
       expect(mostAtOnce(hits)).toBe(1);
     }, 60_000);
 
+    it('never overlaps a run going under shared locks that admit both: the request waits for it', async () => {
+      await until(async () => {
+        const hits = await hitsOf(db, 'shared-cron');
+        return hits.length > 0 && hits[hits.length - 1]!.phase === 'start';
+      }, 10_000);
+      const asked = await admin.runJobNow('SharedCron.run', { actor: 'frank', reason: 'shared' });
+      const tick = asked.tick!.getTime();
+      await until(async () => {
+        const runs = await admin.getJobRuns({ job: 'SharedCron.run', since: asked.tick!, limit: 50 });
+        return runs.find((r) => r.tick.getTime() === tick)?.outcome === 'succeeded';
+      }, 30_000);
+      expect(mostAtOnce(await hitsOf(db, 'shared-cron'))).toBe(1);
+    }, 60_000);
+
     it('refuses an unknown job, an empty actor and a reason too long, changing nothing', async () => {
       const before = await db.query<{ n: string | number }>('SELECT COUNT(*) AS n FROM locking_job_action');
       await expect(admin.pauseJob('NoSuch.job', { actor: 'x', reason: 'y' })).rejects.toBeInstanceOf(JobNotFoundError);
@@ -154,6 +176,7 @@ for (const dialect of DIALECTS) {
       for (const [job, name] of [
         ['FleetCron.run', 'fleet-cron'],
         ['SlowCron.run', 'slow-cron'],
+        ['SharedCron.run', 'shared-cron'],
       ] as const) {
         const claimed = (await admin.getJobRuns({ job, since, limit: 10_000 })).filter((run) => run.stamp !== null);
         const starts = (await hitsOf(db, name)).filter((hit) => hit.phase === 'start');
