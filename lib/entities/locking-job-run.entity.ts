@@ -12,8 +12,10 @@ import { bigintAsNumber } from './bigint-as-number.transformer.js';
 @Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped', 'paused', 'requested')`)
 export class LockingJobRunEntity {
   /** The job: `Class.method` (with `@appId` for a per-replica job). */
-  // A partial index the migration creates (the runs still going, by job); `synchronize` must leave it alone.
+  // A partial index a migration creates (the runs still going, by job); `synchronize` must leave it alone.
   @Index('locking_job_run_running_idx', { synchronize: false })
+  // Another (the "run now" requests not claimed yet, by job: JobControls1796800000000).
+  @Index('locking_job_run_requested_idx', { synchronize: false })
   @PrimaryColumn({ name: 'job', type: 'varchar', length: 200, primaryKeyConstraintName: 'locking_job_run_pk' })
   job!: string;
 
