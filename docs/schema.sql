@@ -166,15 +166,15 @@ CREATE OR REPLACE FUNCTION public.locking_claim_job_request(p_job character vary
 AS $function$
 #variable_conflict use_column
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
-  RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
-                      (extract(epoch FROM clock_timestamp()) * 1000)::float8
-                 FROM locking_job_run r
-                WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
-                LIMIT 1;
-  IF FOUND THEN
-    RETURN;
-  END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
+    RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
+                        (extract(epoch FROM clock_timestamp()) * 1000)::float8
+                   FROM locking_job_run r
+                  WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
+                  LIMIT 1;
+    IF FOUND THEN
+      RETURN;
+    END IF;
   IF EXISTS (SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
               WHERE r.job = p_job AND r.outcome = 'running') THEN
     RETURN QUERY SELECT p_tick, false, true, (extract(epoch FROM clock_timestamp()) * 1000)::float8;

@@ -8,6 +8,8 @@
  * @internal
  */
 
+import { OWN_RUN_OF_STAMP } from './job-claims.schema.sql.js';
+
 /** The outcomes a run row may record, before and after the migration. */
 const OLD_OUTCOMES = `('running', 'succeeded', 'failed', 'lock-lost', 'skipped')`;
 const OUTCOMES = `('running', 'succeeded', 'failed', 'lock-lost', 'skipped', 'paused', 'requested')`;
@@ -98,16 +100,7 @@ $fn$`,
    LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 BEGIN
-  PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
-  RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
-                      (extract(epoch FROM clock_timestamp()) * 1000)::float8
-                 FROM locking_job_run r
-                WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
-                LIMIT 1;
-  IF FOUND THEN
-    RETURN;
-  END IF;
-  IF EXISTS (SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+${OWN_RUN_OF_STAMP}  IF EXISTS (SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
               WHERE r.job = p_job AND r.outcome = 'running') THEN
     RETURN QUERY SELECT p_tick, false, true, (extract(epoch FROM clock_timestamp()) * 1000)::float8;
     RETURN;
