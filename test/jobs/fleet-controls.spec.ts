@@ -8,6 +8,11 @@ import { createHitsTable, dbNowMs, type Hit, hitsOf, mostAtOnce, type Replica, s
 
 /** How long one run of SlowCron takes (ms): its runs overrun the one-second schedule, so one is nearly always going. */
 const SLOW_MS = 1500;
+/**
+ * How long one run of SharedCron takes (ms): three polls for requests (one a second) fall within it, so a "run now" that
+ * did not wait for it would overlap it.
+ */
+const SHARED_MS = 3000;
 
 /** The jobs of every replica. */
 const JOBS = 'FleetCron,SlowCron,SharedCron';
@@ -39,7 +44,7 @@ for (const dialect of DIALECTS) {
       // SharedCron's read lock admits two holders: its locks alone would let a "run now" overlap a scheduled run.
       await db.query("INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ('SHARED_CRON', 'R', 2)");
       for (const appId of ['replica-a', 'replica-b', 'replica-c']) {
-        replicas.push(await startReplica(db.url, appId, 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SLOW_MS) }));
+        replicas.push(await startReplica(db.url, appId, 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SHARED_MS) }));
       }
       ({ admin, source } = await adminOf(db, dialect));
       // Registered by every replica, and run at least once.
@@ -80,7 +85,7 @@ for (const dialect of DIALECTS) {
       const info = (await admin.getJobs({ runs: 0 })).find((job) => job.job === 'FleetCron.run');
       expect(info!.paused).toMatchObject({ actor: 'alice', reason: 'maintenance window' });
       // A replica started while the job is paused obeys the pause too (it is in the database).
-      replicas.push(await startReplica(db.url, 'replica-d', 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SLOW_MS) }));
+      replicas.push(await startReplica(db.url, 'replica-d', 0, { JOBS, SLOW_MS: String(SLOW_MS), SHARED_MS: String(SHARED_MS) }));
       await sleep(4500);
       const runs = await admin.getJobRuns({ job: 'FleetCron.run', since: new Date(pausedAt + 1000), limit: 100 });
       // Four ticks or so, each recorded once, paused, by whoever came first; none ran.
