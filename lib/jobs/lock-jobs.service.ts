@@ -18,7 +18,6 @@ import {
   JobRunStore,
   type RunEnd,
   type RunRequest,
-  type TickCheck,
   type TickClaim,
 } from '../store/job-runs.store.js';
 import { JobCatalog } from './job-catalog.js';
@@ -29,6 +28,7 @@ import { JobSuccessAges } from './job-success.ages.js';
 import { isShutdownRefusal } from './shutdown-refusal.util.js';
 import { bindJobRunner } from './job-runner.host.js';
 import { JobRequestsPoller, type RunRequested } from './job-requests.poller.js';
+import { JobTickSkips } from './job-tick-skips.js';
 import { planTick, runsPerReplica, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
@@ -70,6 +70,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   private readonly registered = new Set<string>();
   /** The "run now" requests of this replica's jobs, looked for every second. */
   private readonly requests: JobRequestsPoller;
+  /** The ticks this replica does not run: counted and logged. */
+  private readonly skips: JobTickSkips;
 
   constructor(
     private readonly service: LockService,
@@ -79,7 +81,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   ) {
     this.catalog = new JobCatalog(options.appId);
     this.ends = new JobRunEndsWriter(store, this.logger, options.leaseMs);
-    this.requests = new JobRequestsPoller(store, this.logger, () => this.warnMissingTables());
+    this.skips = new JobTickSkips(store, telemetry, this.logger, () => service.appId, this.skew);
+    this.requests = new JobRequestsPoller(store, this.logger, () => this.skips.warnMissingTables());
   }
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
@@ -120,7 +123,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     await this.store
       .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
       .catch((error: unknown) => {
-        if (error instanceof LockTablesMissingError) this.warnMissingTables();
+        if (error instanceof LockTablesMissingError) this.skips.warnMissingTables();
         else this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`);
       });
   }
@@ -157,12 +160,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     } catch (error) {
       // A database migrated before the run history existed: the locks work; the history waits for the migration.
       if (!(error instanceof LockTablesMissingError)) throw error;
-      this.warnMissingTables();
+      this.skips.warnMissingTables();
       return 0;
     }
   }
-
-  private missingTablesWarned = false;
 
   private async pruneHistory(): Promise<number> {
     let total = 0;
@@ -193,7 +194,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     const plan: TickPlan = request ? { ...scheduled, source: { at: request.tick }, skewBoundMs: undefined, next: () => null, manual: true } : scheduled;
     const perReplica = runsPerReplica(job);
     // Once per tick: a tick already run elsewhere is skipped before the locks are taken (the claim still decides).
-    if (!perReplica && !request && (await this.runElsewhere(job, plan))) return undefined;
+    if (!perReplica && !request && (await this.skips.runElsewhere(job, plan))) return undefined;
     let claim: TickClaim | undefined;
     let stamp = 0;
     let end: RunEnd | undefined;
@@ -211,7 +212,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       } catch (error) {
         if (!(error instanceof LockTablesMissingError)) throw error;
         // Migrated before the run history existed: the job runs under its locks as it did, until the migration.
-        this.warnMissingTables();
+        this.skips.warnMissingTables();
         return call();
       }
       if (claim.result !== 'claimed') return undefined;
@@ -244,7 +245,11 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         call: run,
       });
     } catch (error) {
-      if (error instanceof LockNotAcquiredError && !request) await this.countBusy(plan); // `onUnavailable: 'throw'`
+      if (error instanceof LockNotAcquiredError) {
+        // `onUnavailable: 'throw'`. A request stays `requested`: tried again at the next poll, quietly.
+        if (request) return undefined;
+        await this.skips.countBusy(plan);
+      }
       if (isShutdownRefusal(error)) {
         // One debug line, whether the job's own locks or a lock the method asked for were refused: not an error.
         if (cutShort && claim !== undefined) {
@@ -266,65 +271,12 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     }
     if (claim === undefined) {
       // A request whose locks were busy stays `requested`: tried again at the next poll.
-      if (end === undefined && stamp === 0 && !request) await this.countBusy(plan);
+      if (end === undefined && stamp === 0 && !request) await this.skips.countBusy(plan);
       return result;
     }
-    if (claim.result === 'paused') this.paused(job, plan, claim.tick);
-    else if (claim.result !== 'claimed' && !request) this.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
+    if (claim.result === 'paused') this.skips.paused(job, plan, claim.tick);
+    else if (claim.result !== 'claimed' && !request) this.skips.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
     return result;
-  }
-
-  private paused(job: ScheduledJob, plan: TickPlan, tick: number): void {
-    this.telemetry.jobRan(plan.job, 'paused');
-    this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: the job is paused`);
-  }
-
-  /**
-   * The pre-check of a once-per-tick tick: true when another replica has claimed it (counted, logged; no lock taken).
-   * The database clock it returns feeds the skew warning. A history without tables leaves the decision to the locks,
-   * as before; a database that does not answer skips the tick, as a failed acquisition of the locks did.
-   */
-  private async runElsewhere(job: ScheduledJob, plan: TickPlan): Promise<boolean> {
-    const sentAt = Date.now();
-    let check: TickCheck;
-    try {
-      check = await this.store.checkTick(plan.job, plan.source);
-    } catch (error) {
-      if (!(error instanceof LockTablesMissingError) && !(error instanceof LockStoreError)) throw error;
-      if (error instanceof LockTablesMissingError) {
-        this.warnMissingTables();
-        return false;
-      }
-      // The database does not answer: its locks could not be taken either. Skipped as a failed acquisition is.
-      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
-      return true;
-    }
-    this.skew.check(plan, check.dbNow, sentAt, Date.now());
-    if (check.taken) this.skipped(job, plan, check.tick, 'elsewhere');
-    return check.taken;
-  }
-
-  private skipped(job: ScheduledJob, plan: TickPlan, tick: number, why: 'busy' | 'elsewhere'): void {
-    this.telemetry.jobRan(plan.job, why === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
-    const reason = why === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
-    this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: ${reason}`);
-  }
-
-  /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
-  private async countBusy(plan: TickPlan): Promise<void> {
-    this.telemetry.jobRan(plan.job, 'skipped-busy');
-    await this.store.claim(plan.job, plan.source, this.service.appId, null).catch((error: unknown) => {
-      if (error instanceof LockTablesMissingError) this.warnMissingTables();
-    });
-  }
-
-  private warnMissingTables(): void {
-    if (this.missingTablesWarned) return;
-    this.missingTablesWarned = true;
-    this.logger.warn(
-      'The run history of scheduled jobs has no tables: jobs run under their locks on every replica, as before, ' +
-        'until you run the lock migrations (LOCK_MIGRATIONS)',
-    );
   }
 
   /**
