@@ -74,7 +74,7 @@ CREATE TABLE locking_job_run (
   CONSTRAINT locking_job_run_pk PRIMARY KEY (job, tick),
   CONSTRAINT locking_job_run_outcome_check CHECK (((outcome)::text = ANY ((ARRAY['running'::character varying, 'succeeded'::character varying, 'failed'::character varying, 'lock-lost'::character varying, 'skipped'::character varying, 'paused'::character varying, 'requested'::character varying])::text[])))
 );
-CREATE INDEX locking_job_run_requested_idx ON public.locking_job_run USING btree (job) WHERE ((outcome)::text = 'requested'::text);
+CREATE INDEX locking_job_run_requested_idx ON public.locking_job_run USING btree (job) WHERE (manual AND ((outcome)::text = 'requested'::text));
 CREATE INDEX locking_job_run_running_idx ON public.locking_job_run USING btree (job) WHERE ((outcome)::text = 'running'::text);
 CREATE INDEX locking_job_run_tick_idx ON public.locking_job_run USING btree (tick);
 

@@ -21,8 +21,9 @@ export const CREATE_JOB_CONTROLS: readonly string[] = [
   `ALTER TABLE locking_job_run ADD COLUMN manual boolean NOT NULL DEFAULT false`,
   `ALTER TABLE locking_job_run ADD COLUMN actor varchar(200)`,
   `ALTER TABLE locking_job_run ADD COLUMN reason varchar(500)`,
-  // The replicas look for the "run now" requests of their jobs every second.
-  `CREATE INDEX locking_job_run_requested_idx ON locking_job_run (job) WHERE outcome = 'requested'`,
+  // The replicas look for the "run now" requests of their jobs every second. On `manual` too, so that `down` drops
+  // it with the column (an index name cannot be qualified with a schema in CREATE INDEX: see `lockMigrations`).
+  `CREATE INDEX locking_job_run_requested_idx ON locking_job_run (job) WHERE manual AND outcome = 'requested'`,
   `CREATE TABLE locking_job_pause (
     job varchar(200) NOT NULL,
     actor varchar(200) NOT NULL,
@@ -123,10 +124,9 @@ export const DROP_JOB_CONTROLS: readonly string[] = [
   `DROP TABLE locking_job_action`,
   `DROP TABLE locking_job_pause`,
   `DELETE FROM locking_job_run WHERE outcome IN ('paused', 'requested')`,
-  `DROP INDEX locking_job_run_requested_idx`,
   `ALTER TABLE locking_job_run DROP COLUMN reason`,
   `ALTER TABLE locking_job_run DROP COLUMN actor`,
-  `ALTER TABLE locking_job_run DROP COLUMN manual`,
+  `ALTER TABLE locking_job_run DROP COLUMN manual`, // and locking_job_run_requested_idx with it
   `ALTER TABLE locking_job_run DROP CONSTRAINT locking_job_run_outcome_check`,
   `ALTER TABLE locking_job_run ADD CONSTRAINT locking_job_run_outcome_check CHECK (outcome IN ${OLD_OUTCOMES})`,
 ];

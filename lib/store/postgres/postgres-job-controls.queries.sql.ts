@@ -5,14 +5,17 @@
  */
 
 /**
- * $1 job, $2 actor, $3 reason: pauses a registered job not paused yet and records the action. Answers whether the job
- * is registered, whether this call paused it, and the clock (epoch ms).
+ * $1 job, $2 actor, $3 reason: pauses a registered job not paused yet and records the action, under the job's
+ * transaction advisory lock (the one its claims take): a claim under way commits first, every later claim sees the
+ * pause. Answers whether the job is registered, whether this call paused it, and the clock (epoch ms).
  */
 export const PAUSE_JOB = `WITH j AS (
   SELECT job FROM locking_job WHERE job = $1
+), l AS (
+  SELECT pg_advisory_xact_lock(hashtextextended('locking_job:' || $1, 0)) FROM j
 ), p AS (
   INSERT INTO locking_job_pause (job, actor, reason, paused_at)
-  SELECT j.job, $2, $3, clock_timestamp() FROM j
+  SELECT j.job, $2, $3, clock_timestamp() FROM j, l
   ON CONFLICT (job) DO NOTHING
   RETURNING paused_at
 ), a AS (
@@ -54,9 +57,9 @@ export const REQUEST_RUN = `WITH r AS (
 )
 SELECT 1 AS requested FROM r`;
 
-/** $1 jobs (text[]): their requests not claimed yet, oldest first. */
+/** $1 jobs (text[]): their requests not claimed yet, oldest first (`manual`: through `locking_job_run_requested_idx`). */
 export const SELECT_REQUESTS = `SELECT job, (extract(epoch FROM tick) * 1000)::float8 AS tick_ms
-  FROM locking_job_run WHERE outcome = 'requested' AND job = ANY($1::text[]) ORDER BY tick`;
+  FROM locking_job_run WHERE manual AND outcome = 'requested' AND job = ANY($1::text[]) ORDER BY tick`;
 
 /** $1 job, $2 tick (epoch ms), $3 app id, $4 stamp: the claim of a request (see `locking_claim_job_request`). */
 export const CLAIM_REQUEST = `SELECT tick_ms, claimed, busy, now_ms FROM locking_claim_job_request($1, $2, $3, $4)`;
