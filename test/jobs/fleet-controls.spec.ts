@@ -131,6 +131,8 @@ for (const dialect of DIALECTS) {
         return run?.outcome === 'succeeded';
       }, 10_000);
       expect(run).toMatchObject({ manual: true, actor: 'dave', reason: 'rebuild after import', error: null });
+      // Picked up within about a second (each replica looks every second), when nothing else runs.
+      expect(run!.startedAt!.getTime() - tick).toBeLessThan(2000);
       expect(['replica-a', 'replica-b', 'replica-c', 'replica-d']).toContain(run!.appId);
       // Exactly one run started by the request's replica within its run (the schedule's own ticks are elsewhere in time).
       const started = run!.startedAt!.getTime();
