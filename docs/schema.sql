@@ -2,6 +2,8 @@
 -- Generated from a migrated database by `npm run schema:update`; test/integration/lock-schema-snapshot.spec.ts
 -- fails when it differs from what the migrations create. Read it; never run it (run the migrations).
 
+CREATE SEQUENCE locking_job_action_id_seq AS bigint MINVALUE 1 MAXVALUE 9223372036854775807 NO CYCLE;
+
 CREATE SEQUENCE locking_stamp_seq AS bigint MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
 
 CREATE SEQUENCE locking_waiter_seq AS bigint MINVALUE 1 MAXVALUE 9223372036854775807 NO CYCLE;
@@ -34,6 +36,26 @@ CREATE TABLE locking_job (
   CONSTRAINT locking_job_pk PRIMARY KEY (job)
 );
 
+CREATE TABLE locking_job_action (
+  id bigint NOT NULL DEFAULT nextval('locking_job_action_id_seq'::regclass),
+  job character varying(200) NOT NULL,
+  action character varying(16) NOT NULL,
+  actor character varying(200) NOT NULL,
+  reason character varying(500) NOT NULL,
+  acted_at timestamp with time zone NOT NULL,
+  CONSTRAINT locking_job_action_pk PRIMARY KEY (id),
+  CONSTRAINT locking_job_action_check CHECK (((action)::text = ANY ((ARRAY['pause'::character varying, 'resume'::character varying, 'run'::character varying])::text[])))
+);
+CREATE INDEX locking_job_action_job_idx ON public.locking_job_action USING btree (job, id);
+
+CREATE TABLE locking_job_pause (
+  job character varying(200) NOT NULL,
+  actor character varying(200) NOT NULL,
+  reason character varying(500) NOT NULL,
+  paused_at timestamp with time zone NOT NULL,
+  CONSTRAINT locking_job_pause_pk PRIMARY KEY (job)
+);
+
 CREATE TABLE locking_job_run (
   job character varying(200) NOT NULL,
   tick timestamp with time zone NOT NULL,
@@ -46,9 +68,13 @@ CREATE TABLE locking_job_run (
   skipped_busy integer NOT NULL DEFAULT 0,
   skipped_elsewhere integer NOT NULL DEFAULT 0,
   claimable_until timestamp with time zone,
+  manual boolean NOT NULL DEFAULT false,
+  actor character varying(200),
+  reason character varying(500),
   CONSTRAINT locking_job_run_pk PRIMARY KEY (job, tick),
-  CONSTRAINT locking_job_run_outcome_check CHECK (((outcome)::text = ANY ((ARRAY['running'::character varying, 'succeeded'::character varying, 'failed'::character varying, 'lock-lost'::character varying, 'skipped'::character varying])::text[])))
+  CONSTRAINT locking_job_run_outcome_check CHECK (((outcome)::text = ANY ((ARRAY['running'::character varying, 'succeeded'::character varying, 'failed'::character varying, 'lock-lost'::character varying, 'skipped'::character varying, 'paused'::character varying, 'requested'::character varying])::text[])))
 );
+CREATE INDEX locking_job_run_requested_idx ON public.locking_job_run USING btree (job) WHERE (manual AND ((outcome)::text = 'requested'::text));
 CREATE INDEX locking_job_run_running_idx ON public.locking_job_run USING btree (job) WHERE ((outcome)::text = 'running'::text);
 CREATE INDEX locking_job_run_tick_idx ON public.locking_job_run USING btree (tick);
 
@@ -102,6 +128,78 @@ CREATE TABLE locking_waiters (
   CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
 );
 CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
+
+CREATE OR REPLACE FUNCTION public.locking_claim_controlled_tick(p_job character varying, p_at double precision, p_period double precision, p_app_id character varying, p_stamp bigint, p_until double precision)
+ RETURNS TABLE(tick_ms double precision, claimed boolean, busy boolean, paused boolean, now_ms double precision)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+DECLARE
+  v_actor varchar;
+  v_reason varchar;
+BEGIN
+  IF p_stamp IS NOT NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
+    SELECT p.actor, p.reason INTO v_actor, v_reason FROM locking_job_pause p WHERE p.job = p_job;
+    IF FOUND AND NOT EXISTS (SELECT 1 FROM locking_job_run r
+                              WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp) THEN
+      RETURN QUERY
+      WITH t AS (
+        SELECT COALESCE(to_timestamp(p_at / 1000),
+                        to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / p_period) * p_period / 1000)) AS tick
+      ), c AS (
+        INSERT INTO locking_job_run AS r (job, tick, outcome, actor, reason, claimable_until)
+        SELECT p_job, t.tick, 'paused', v_actor, v_reason,
+               CASE WHEN p_at IS NULL THEN t.tick + p_period * interval '1 millisecond'
+                    ELSE GREATEST(t.tick, to_timestamp(p_until / 1000)) END
+          FROM t
+        ON CONFLICT (job, tick) DO UPDATE SET
+          actor = CASE WHEN r.outcome = 'skipped' THEN excluded.actor ELSE r.actor END,
+          reason = CASE WHEN r.outcome = 'skipped' THEN excluded.reason ELSE r.reason END,
+          claimable_until = GREATEST(r.claimable_until, excluded.claimable_until),
+          outcome = CASE WHEN r.outcome = 'skipped' THEN 'paused' ELSE r.outcome END
+        RETURNING r.tick
+      )
+      SELECT (extract(epoch FROM c.tick) * 1000)::float8, false, false, true,
+             (extract(epoch FROM clock_timestamp()) * 1000)::float8
+        FROM c;
+      RETURN;
+    END IF;
+  END IF;
+  RETURN QUERY SELECT c.tick_ms, c.claimed, c.busy, false, c.now_ms
+                 FROM locking_claim_job_tick(p_job, p_at, p_period, p_app_id, p_stamp, p_until) c;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.locking_claim_job_request(p_job character varying, p_tick double precision, p_app_id character varying, p_stamp bigint)
+ RETURNS TABLE(tick_ms double precision, claimed boolean, busy boolean, now_ms double precision)
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
+    RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
+                        (extract(epoch FROM clock_timestamp()) * 1000)::float8
+                   FROM locking_job_run r
+                  WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
+                  LIMIT 1;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+  IF EXISTS (SELECT 1 FROM locking_job_run r JOIN locking l ON l.stamp = r.stamp
+              WHERE r.job = p_job AND r.outcome = 'running') THEN
+    RETURN QUERY SELECT p_tick, false, true, (extract(epoch FROM clock_timestamp()) * 1000)::float8;
+    RETURN;
+  END IF;
+  RETURN QUERY
+  WITH c AS (
+    UPDATE locking_job_run r SET outcome = 'running', app_id = p_app_id, stamp = p_stamp, started = clock_timestamp()
+     WHERE r.job = p_job AND r.tick = to_timestamp(p_tick / 1000) AND r.outcome = 'requested'
+    RETURNING 1
+  )
+  SELECT p_tick, EXISTS (SELECT 1 FROM c), false, (extract(epoch FROM clock_timestamp()) * 1000)::float8;
+END
+$function$;
 
 CREATE OR REPLACE FUNCTION public.locking_claim_job_tick(p_job character varying, p_at double precision, p_period double precision, p_app_id character varying, p_stamp bigint, p_until double precision)
  RETURNS TABLE(tick_ms double precision, claimed boolean, busy boolean, now_ms double precision)

@@ -1,12 +1,15 @@
 import { hostname } from 'node:os';
 import { Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { GrantNotFoundError, InvalidLockArgumentError, LockConfigurationError } from '../errors/index.js';
+import { GrantNotFoundError, InvalidLockArgumentError, JobNotFoundError, LockConfigurationError } from '../errors/index.js';
 import type {
   ForcedRelease,
   LockAdminOptions,
   LockGrant,
   LockGrantFilter,
+  LockJobAction,
+  LockJobActionKind,
+  LockJobControl,
   LockJobInfo,
   LockJobRun,
   LockJobRunQuery,
@@ -31,6 +34,7 @@ import {
   assertPermits,
   assertStamp,
 } from '../utils/lock-validation.util.js';
+import { assertJobControl } from '../utils/job-control-validation.util.js';
 import { resolveLockOptions } from '../utils/resolve-lock-options.util.js';
 
 /** Longest reason a forced release records. */
@@ -170,6 +174,66 @@ export class LockAdminService {
       throw new InvalidLockArgumentError('since', since, 'a valid Date');
     }
     return this.jobStore().listRuns({ job, since, limit });
+  }
+
+  /**
+   * Pauses `job` on every replica, from the moment this resolves until `resumeJob`: each tick of it is recorded
+   * `paused` (with this actor and reason) and runs nowhere; a run under way finishes. The pause is kept in the
+   * database: a replica that starts later obeys it. Pausing a paused job changes nothing (`changed: false`).
+   * @param job the job as `getJobs` names it (`Class.method`, a schedule's name, `Class.method@appId` for a per-replica job).
+   * @param control who pauses it and why (recorded in `locking_job_action` and in the paused ticks).
+   * @throws InvalidLockArgumentError for a bad job name, an empty actor or reason, or one too long (before any database call).
+   * @throws JobNotFoundError when no replica has registered the job (nothing is changed).
+   */
+  pauseJob(job: string, control: LockJobControl): Promise<LockJobAction> {
+    return this.control(job, control, 'pause');
+  }
+
+  /**
+   * Resumes a paused `job`: the next tick runs, on one replica as before. Resuming a job that is not paused changes
+   * nothing (`changed: false`).
+   * @throws InvalidLockArgumentError / JobNotFoundError as `pauseJob`.
+   */
+  resumeJob(job: string, control: LockJobControl): Promise<LockJobAction> {
+    return this.control(job, control, 'resume');
+  }
+
+  /**
+   * Asks for one extra run of `job` now, paused or not: within about a second a replica that has the job takes its
+   * locks and runs it, once across the fleet, recorded in the history as a manual run (`manual`, `actor`, `reason`)
+   * at the returned `tick` (outcome `'requested'` until a replica claims it). It never overlaps another run of the job:
+   * while a run goes (or the job's locks are held), the request waits and is tried again every second. Resolves when
+   * the request is recorded, not when the run ends: follow it with `getJobRuns({ job })`.
+   * @throws InvalidLockArgumentError / JobNotFoundError as `pauseJob`.
+   */
+  runJobNow(job: string, control: LockJobControl): Promise<LockJobAction> {
+    return this.control(job, control, 'run');
+  }
+
+  /**
+   * The actions on scheduled jobs (pause, resume, run now), newest first: who, why and when.
+   * @param query `job`: only that job's; `limit` (1–10000, default 50).
+   */
+  getJobActions(query: { readonly job?: string; readonly limit?: number } = {}): Promise<LockJobAction[]> {
+    if (query === null || typeof query !== 'object') {
+      throw new InvalidLockArgumentError('query', query, 'an object { job?, limit? }');
+    }
+    const { job, limit = 50 } = query;
+    assertLimit(limit);
+    if (job !== undefined && (typeof job !== 'string' || job.length < 1 || job.length > 200)) {
+      throw new InvalidLockArgumentError('job', job, 'a job name of 1-200 characters');
+    }
+    return this.jobStore().listActions({ job, limit });
+  }
+
+  private async control(job: string, input: LockJobControl, action: LockJobActionKind): Promise<LockJobAction> {
+    const { actor, reason } = assertJobControl(job, input);
+    const store = this.jobStore();
+    const act = action === 'pause' ? store.pauseJob : action === 'resume' ? store.resumeJob : store.requestRun;
+    const result = await act.call(store, job, actor, reason);
+    if (!result.found) throw new JobNotFoundError(job);
+    const at = new Date(result.at);
+    return { job, action, actor, reason, at, changed: result.changed, tick: action === 'run' ? at : null };
   }
 
   private jobStore(): JobRunStore {

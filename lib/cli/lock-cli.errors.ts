@@ -2,6 +2,7 @@ import {
   GrantNotFoundError,
   InvalidLockArgumentError,
   InvalidLockSpecError,
+  JobNotFoundError,
   LockError,
   LockTablesMissingError,
 } from '../errors/index.js';
@@ -13,7 +14,7 @@ import {
 export const EXIT = {
   /** Done. */
   ok: 0,
-  /** A negative answer: no such grant, migrations pending, nothing to do. */
+  /** A negative answer: no such grant or job, migrations pending, nothing to do. */
   answer: 1,
   /** Bad arguments or options, found before any connection. */
   usage: 2,
@@ -75,7 +76,7 @@ export function toCliError(error: unknown, where: string): CliError {
   if (error instanceof LockTablesMissingError) {
     return new CliError(`the lock tables are missing in ${where}: run \`nestjs-db-locks migrate\``, EXIT.database);
   }
-  if (error instanceof GrantNotFoundError) {
+  if (error instanceof GrantNotFoundError || error instanceof JobNotFoundError) {
     return new CliError(firstLine(error.message), EXIT.answer);
   }
   if (error instanceof LockError) return new CliError(firstLine(error.message), EXIT.database);

@@ -114,7 +114,8 @@ export function WithLocks(...args: unknown[]): WithLocksDecorator<unknown[]> {
           const job = jobs?.catalog.jobOf(thisArg, propertyKey);
           if (invocation && jobs && job) {
             // A tick: claimed once across the fleet (or once per replica), and recorded in the run history.
-            return jobs.runTick(job, lock.forCall(callArgs), () => Reflect.apply(method, thisArg, callArgs), invocation.firedAt);
+            const call = () => Reflect.apply(method, thisArg, callArgs);
+            return jobs.runTick(job, lock.forCall(callArgs), call, invocation.firedAt, invocation.request);
           }
           return service.runLocked(locked(thisArg, callArgs, job !== undefined));
         })();

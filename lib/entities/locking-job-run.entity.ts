@@ -9,11 +9,13 @@ import { bigintAsNumber } from './bigint-as-number.transformer.js';
  * @publicApi
  */
 @Entity({ name: 'locking_job_run' })
-@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped')`)
+@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped', 'paused', 'requested')`)
 export class LockingJobRunEntity {
   /** The job: `Class.method` (with `@appId` for a per-replica job). */
-  // A partial index the migration creates (the runs still going, by job); `synchronize` must leave it alone.
+  // A partial index a migration creates (the runs still going, by job); `synchronize` must leave it alone.
   @Index('locking_job_run_running_idx', { synchronize: false })
+  // Another (the "run now" requests not claimed yet, by job: JobControls1796800000000).
+  @Index('locking_job_run_requested_idx', { synchronize: false })
   @PrimaryColumn({ name: 'job', type: 'varchar', length: 200, primaryKeyConstraintName: 'locking_job_run_pk' })
   job!: string;
 
@@ -57,4 +59,16 @@ export class LockingJobRunEntity {
   /** Until when the tick can still be claimed (a period's end, a cron tick's next fire time): kept until then. */
   @Column({ name: 'claimable_until', type: 'timestamptz', nullable: true })
   claimableUntil!: Date | null;
+
+  /** A "run now" (`LockAdminService.runJobNow`), not a tick of the schedule. */
+  @Column({ name: 'manual', type: 'boolean', default: false })
+  manual!: boolean;
+
+  /** Who asked for the manual run, or paused the job (a `paused` tick). */
+  @Column({ name: 'actor', type: 'varchar', length: 200, nullable: true })
+  actor!: string | null;
+
+  /** Why. */
+  @Column({ name: 'reason', type: 'varchar', length: 500, nullable: true })
+  reason!: string | null;
 }

@@ -17,3 +17,4 @@ export { NoFencedTransactionError } from './no-fenced-transaction.error.js';
 export { LockServerReadOnlyError } from './lock-server-read-only.error.js';
 export { LockStartupTimeoutError } from './lock-startup-timeout.error.js';
 export { LeadershipEndedError } from './leadership-ended.error.js';
+export { JobNotFoundError } from './job-not-found.error.js';

@@ -12,6 +12,9 @@ import { LockServiceHost } from '../services/lock-service.host.js';
 import { LockService } from '../services/lock.service.js';
 import { returnTypeProblem } from '../utils/method-return.util.js';
 import { markScheduleInvocations } from './schedule-explorer.patch.js';
+import type { RunRequested } from '../jobs/job-requests.poller.js';
+import { runAsScheduleInvocation } from '../jobs/schedule-invocation.context.js';
+import type { RunRequest } from '../store/job-runs.store.js';
 import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
 
 interface DecoratedMethod {
@@ -35,7 +38,7 @@ interface DecoratedMethod {
 export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
   private readonly logger = new Logger('LockModule');
   private readonly methods: DecoratedMethod[] = [];
-  private readonly jobs: ScheduledJob[] = [];
+  private readonly jobs: Array<{ readonly job: ScheduledJob; readonly runNow: RunRequested }> = [];
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -70,7 +73,10 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
         if (!schedule) continue;
         const job: ScheduledJob = { label: jobIdentityOf(instance, name, method), schedule, runs: lock.scheduledRuns ?? 'once-per-tick' };
         this.lockJobs.catalog.declare(job, `${label} in ${wrapper.host?.name ?? 'an unknown module'}`, { instance, key: name });
-        this.jobs.push(job);
+        // A "run now" of the job: the method called as its schedule calls it (whatever decorators sit between).
+        const runNow = (request: RunRequest) =>
+          runAsScheduleInvocation(instance, name, () => Promise.resolve(Reflect.apply(method as () => unknown, instance, [])), request);
+        this.jobs.push({ job, runNow });
       }
       if (decorated) LockServiceHost.bind(instance, this.service);
     }
@@ -93,6 +99,6 @@ export class LockExplorer implements OnModuleInit, OnApplicationBootstrap {
         }
       }
     }
-    await Promise.all(this.jobs.map((job) => this.lockJobs.register(job)));
+    await Promise.all(this.jobs.map(({ job, runNow }) => this.lockJobs.register(job, runNow)));
   }
 }

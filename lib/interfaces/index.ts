@@ -22,7 +22,17 @@ export type {
 export type { LockHealth } from './lock-health.interface.js';
 export type { LockTablesOptions } from './lock-tables-options.interface.js';
 export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
-export type { LockJobOutcome, LockJobRuns, LockJobRun, LockJobInfo, LockJobRunQuery } from './lock-job.interface.js';
+export type {
+  LockJobOutcome,
+  LockJobRuns,
+  LockJobRun,
+  LockJobInfo,
+  LockJobRunQuery,
+  LockJobPause,
+  LockJobActionKind,
+  LockJobControl,
+  LockJobAction,
+} from './lock-job.interface.js';
 export type { ScheduledTickOptions, ScheduledTickCron, ScheduledTickInterval } from './scheduled-tick-options.interface.js';
 export type {
   LockTransactionRunner,

@@ -19,6 +19,8 @@ export interface TickPlan {
   /** The skew bound (ms) for a tick named by this replica's clock; undefined when the database names it. */
   readonly skewBoundMs?: number;
   readonly next: (tick: number) => number | null;
+  /** A "run now" of the job (named by its request's tick), not a tick of its schedule. */
+  readonly manual?: boolean;
 }
 
 /**

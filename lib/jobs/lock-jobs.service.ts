@@ -13,7 +13,13 @@ import { LockService } from '../services/lock.service.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import type { ResolvedWithLocks } from '../utils/resolve-with-locks-options.util.js';
-import { type JobRegistration, JobRunStore, type RunEnd, type TickCheck, type TickClaim } from '../store/job-runs.store.js';
+import {
+  type JobRegistration,
+  JobRunStore,
+  type RunEnd,
+  type RunRequest,
+  type TickClaim,
+} from '../store/job-runs.store.js';
 import { JobCatalog } from './job-catalog.js';
 import { JobRunEndsWriter } from './job-run-ends.writer.js';
 import { isLockLost, messageOf, nameOf, perReplicaWaitMs } from './job-run.util.js';
@@ -21,6 +27,8 @@ import { JobSkewWarner } from './job-skew.warner.js';
 import { JobSuccessAges } from './job-success.ages.js';
 import { isShutdownRefusal } from './shutdown-refusal.util.js';
 import { bindJobRunner } from './job-runner.host.js';
+import { JobRequestsPoller, type RunRequested } from './job-requests.poller.js';
+import { JobTickSkips } from './job-tick-skips.js';
 import { planTick, runsPerReplica, type ScheduledJob, type TickPlan } from './job-tick.plan.js';
 
 export type { ScheduledJob } from './job-tick.plan.js';
@@ -60,6 +68,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   readonly catalog: JobCatalog;
   /** The jobs this replica registered (their names in the history), kept alive at each pruning run. */
   private readonly registered = new Set<string>();
+  /** The "run now" requests of this replica's jobs, looked for every second. */
+  private readonly requests: JobRequestsPoller;
+  /** The ticks this replica does not run: counted and logged. */
+  private readonly skips: JobTickSkips;
 
   constructor(
     private readonly service: LockService,
@@ -69,6 +81,8 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   ) {
     this.catalog = new JobCatalog(options.appId);
     this.ends = new JobRunEndsWriter(store, this.logger, options.leaseMs);
+    this.skips = new JobTickSkips(store, telemetry, this.logger, () => service.appId, this.skew);
+    this.requests = new JobRequestsPoller(store, this.logger, () => this.skips.warnMissingTables());
   }
 
   /** The job runner of `service`'s application (undefined when the module is older than this one). */
@@ -86,6 +100,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
   /** From now on, ticks are skipped (the locks are refused from here on too). @internal */
   onModuleDestroy(): void {
     this.closing = true;
+    this.requests.close();
   }
 
   /** Awaits the ticks under way, then gives the ends not written yet a last, bounded try, while the DataSource is still open. @internal */
@@ -94,16 +109,21 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     await this.ends.close();
   }
 
-  /** Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. */
-  async register(job: ScheduledJob): Promise<void> {
+  /**
+   * Records the job's schedule and next tick at start-up (for the history's readers); a failure is logged only. With
+   * `runNow` (how this replica runs one request of the job: see `runTick`'s `request`), this replica takes its share of
+   * the job's "run now" requests.
+   */
+  async register(job: ScheduledJob, runNow?: RunRequested): Promise<void> {
     const plan = planTick(job, this.service.appId, Date.now());
     const source = plan.source;
     const nextTick = 'at' in source ? plan.next(source.at) : null;
     this.registered.add(plan.job);
+    if (runNow !== undefined) this.requests.add(plan.job, runNow);
     await this.store
       .touchJob({ job: plan.job, schedule: plan.schedule, nextTick }, false)
       .catch((error: unknown) => {
-        if (error instanceof LockTablesMissingError) this.warnMissingTables();
+        if (error instanceof LockTablesMissingError) this.skips.warnMissingTables();
         else this.logger.warn(`${plan.job}: could not register in the job history: ${messageOf(error)}`);
       });
   }
@@ -113,14 +133,16 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
    * the tick's claim. `firedAt` is this replica's clock when the schedule invoked the job: it names a cron tick.
    * Resolves with the method's result, or undefined when the tick is skipped or cut short by the shutdown (a lock the
    * method asked for refused with `LockShutdownError`: one debug line, no end recorded, so the history shows the run
-   * `abandoned`); rejects with the method's own error (the schedule module logs it), never with a shutdown.
+   * `abandoned`); rejects with the method's own error (the schedule module logs it), never with a shutdown. With
+   * `request`, the run is that "run now" of the job instead of a tick: claimed under the job's locks as a tick is, once
+   * across the fleet, whether the job is paused or not.
    */
-  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
+  runTick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number, request?: RunRequest): Promise<unknown> {
     if (this.closing) {
       this.logger.debug(`Skipped a tick of ${job.label}: the application is shutting down`);
       return Promise.resolve(undefined);
     }
-    const tick = this.tick(job, lock, call, firedAt);
+    const tick = this.tick(job, lock, call, firedAt, request);
     this.ticks.add(tick);
     const forget = () => void this.ticks.delete(tick);
     tick.then(forget, forget);
@@ -138,12 +160,10 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     } catch (error) {
       // A database migrated before the run history existed: the locks work; the history waits for the migration.
       if (!(error instanceof LockTablesMissingError)) throw error;
-      this.warnMissingTables();
+      this.skips.warnMissingTables();
       return 0;
     }
   }
-
-  private missingTablesWarned = false;
 
   private async pruneHistory(): Promise<number> {
     let total = 0;
@@ -162,11 +182,19 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     return total;
   }
 
-  private async tick(job: ScheduledJob, lock: ResolvedWithLocks, call: () => unknown, firedAt: number): Promise<unknown> {
-    const plan = planTick(job, this.service.appId, firedAt);
+  private async tick(
+    job: ScheduledJob,
+    lock: ResolvedWithLocks,
+    call: () => unknown,
+    firedAt: number,
+    request?: RunRequest,
+  ): Promise<unknown> {
+    const scheduled = planTick(job, this.service.appId, firedAt);
+    // A request is named by its own tick; the job's next tick stays as the schedule set it.
+    const plan: TickPlan = request ? { ...scheduled, source: { at: request.tick }, skewBoundMs: undefined, next: () => null, manual: true } : scheduled;
     const perReplica = runsPerReplica(job);
     // Once per tick: a tick already run elsewhere is skipped before the locks are taken (the claim still decides).
-    if (!perReplica && (await this.runElsewhere(job, plan))) return undefined;
+    if (!perReplica && !request && (await this.skips.runElsewhere(job, plan))) return undefined;
     let claim: TickClaim | undefined;
     let stamp = 0;
     let end: RunEnd | undefined;
@@ -177,12 +205,14 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       stamp = this.service.currentLock()?.stamp ?? 0;
       try {
         const sentAt = Date.now();
-        claim = await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
+        claim = request
+          ? await this.store.claimRequest(plan.job, request.tick, this.service.appId, stamp)
+          : await this.store.claim(plan.job, plan.source, this.service.appId, stamp);
         this.skew.check(plan, claim.dbNow, sentAt, Date.now());
       } catch (error) {
         if (!(error instanceof LockTablesMissingError)) throw error;
         // Migrated before the run history existed: the job runs under its locks as it did, until the migration.
-        this.warnMissingTables();
+        this.skips.warnMissingTables();
         return call();
       }
       if (claim.result !== 'claimed') return undefined;
@@ -207,7 +237,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
     };
     let result: unknown;
     try {
-      const waitMs = perReplica ? perReplicaWaitMs(job, lock, plan) : lock.waitMs;
+      const waitMs = perReplica && !request ? perReplicaWaitMs(job, lock, plan) : lock.waitMs;
       result = await this.service.runLocked({
         target: job.label,
         lock: waitMs === lock.waitMs ? lock : { ...lock, waitMs },
@@ -215,7 +245,11 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
         call: run,
       });
     } catch (error) {
-      if (error instanceof LockNotAcquiredError) await this.countBusy(plan); // `onUnavailable: 'throw'`
+      if (error instanceof LockNotAcquiredError) {
+        // `onUnavailable: 'throw'`. A request stays `requested`: tried again at the next poll, quietly.
+        if (request) return undefined;
+        await this.skips.countBusy(plan);
+      }
       if (isShutdownRefusal(error)) {
         // One debug line, whether the job's own locks or a lock the method asked for were refused: not an error.
         if (cutShort && claim !== undefined) {
@@ -236,59 +270,13 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
       return undefined;
     }
     if (claim === undefined) {
-      if (end === undefined && stamp === 0) await this.countBusy(plan);
+      // A request whose locks were busy stays `requested`: tried again at the next poll.
+      if (end === undefined && stamp === 0 && !request) await this.skips.countBusy(plan);
       return result;
     }
-    if (claim.result !== 'claimed') this.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
+    if (claim.result === 'paused') this.skips.paused(job, plan, claim.tick);
+    else if (claim.result !== 'claimed' && !request) this.skips.skipped(job, plan, claim.tick, claim.result === 'busy' ? 'busy' : 'elsewhere');
     return result;
-  }
-
-  /**
-   * The pre-check of a once-per-tick tick: true when another replica has claimed it (counted, logged; no lock taken).
-   * The database clock it returns feeds the skew warning. A history without tables leaves the decision to the locks,
-   * as before; a database that does not answer skips the tick, as a failed acquisition of the locks did.
-   */
-  private async runElsewhere(job: ScheduledJob, plan: TickPlan): Promise<boolean> {
-    const sentAt = Date.now();
-    let check: TickCheck;
-    try {
-      check = await this.store.checkTick(plan.job, plan.source);
-    } catch (error) {
-      if (!(error instanceof LockTablesMissingError) && !(error instanceof LockStoreError)) throw error;
-      if (error instanceof LockTablesMissingError) {
-        this.warnMissingTables();
-        return false;
-      }
-      // The database does not answer: its locks could not be taken either. Skipped as a failed acquisition is.
-      this.logger.error(`Skipped a tick of ${job.label}: ${error.message}`);
-      return true;
-    }
-    this.skew.check(plan, check.dbNow, sentAt, Date.now());
-    if (check.taken) this.skipped(job, plan, check.tick, 'elsewhere');
-    return check.taken;
-  }
-
-  private skipped(job: ScheduledJob, plan: TickPlan, tick: number, why: 'busy' | 'elsewhere'): void {
-    this.telemetry.jobRan(plan.job, why === 'busy' ? 'skipped-busy' : 'skipped-elsewhere');
-    const reason = why === 'busy' ? 'a run of it is still going' : 'already run elsewhere';
-    this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: ${reason}`);
-  }
-
-  /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
-  private async countBusy(plan: TickPlan): Promise<void> {
-    this.telemetry.jobRan(plan.job, 'skipped-busy');
-    await this.store.claim(plan.job, plan.source, this.service.appId, null).catch((error: unknown) => {
-      if (error instanceof LockTablesMissingError) this.warnMissingTables();
-    });
-  }
-
-  private warnMissingTables(): void {
-    if (this.missingTablesWarned) return;
-    this.missingTablesWarned = true;
-    this.logger.warn(
-      'The run history of scheduled jobs has no tables: jobs run under their locks on every replica, as before, ' +
-        'until you run the lock migrations (LOCK_MIGRATIONS)',
-    );
   }
 
   /**
@@ -297,7 +285,7 @@ export class LockJobs implements OnModuleInit, OnModuleDestroy, BeforeApplicatio
    */
   private async recordEnd(plan: TickPlan, claim: TickClaim | undefined, stamp: number, end: RunEnd, endedAt: number): Promise<void> {
     if (claim?.result !== 'claimed') return;
-    this.telemetry.jobRan(plan.job, end.outcome);
+    this.telemetry.jobRan(plan.job, end.outcome, plan.manual === true);
     const succeeded = end.outcome === 'succeeded';
     if (succeeded) this.successes.record(plan.job, endedAt);
     const registration: JobRegistration = { job: plan.job, schedule: plan.schedule, nextTick: plan.next(claim.tick) };

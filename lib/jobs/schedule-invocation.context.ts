@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { RunRequest } from '../store/job-runs.store.js';
 
 /**
  * One invocation of a job by its schedule: the function `@nestjs/schedule` registered for (instance, key) was called
@@ -12,14 +13,16 @@ export interface ScheduleInvocation {
   readonly key: string | symbol;
   /** `Date.now()` when the schedule invoked the job: names the tick. */
   readonly firedAt: number;
+  /** A "run now" of the job this invocation runs instead of a tick (see `JobRequestsPoller`). */
+  readonly request?: RunRequest;
   taken: boolean;
 }
 
 const invocations = new AsyncLocalStorage<ScheduleInvocation>();
 
-/** Runs `fn` as the schedule's invocation of `instance[key]`. @internal */
-export function runAsScheduleInvocation<T>(instance: object, key: string | symbol, fn: () => T): T {
-  return invocations.run({ instance, key, firedAt: Date.now(), taken: false }, fn);
+/** Runs `fn` as the schedule's invocation of `instance[key]` (of the "run now" `request` when given). @internal */
+export function runAsScheduleInvocation<T>(instance: object, key: string | symbol, fn: () => T, request?: RunRequest): T {
+  return invocations.run({ instance, key, firedAt: Date.now(), taken: false, ...(request ? { request } : {}) }, fn);
 }
 
 /**

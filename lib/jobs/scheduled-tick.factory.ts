@@ -31,11 +31,12 @@ export function scheduledTick(service: object, job: string, options: ScheduledTi
   if (runner === undefined) throw new LockModuleNotInitializedError(`LockService.scheduledTick('${job}')`);
   const declared: ScheduledJob = { label: job, schedule, runs: scheduledRuns ?? 'once-per-tick' };
   runner.catalog.declare(declared, `LockService.scheduledTick('${job}')`);
-  void runner.register(declared);
+  const locked = { ...lock, onUnavailable: lock.onUnavailable ?? 'skip' };
+  void runner.register(declared, (request) => runner.runTick(declared, locked, callback, Date.now(), request));
   return async () => {
     const firedAt = Date.now();
     try {
-      await runner.runTick(declared, { ...lock, onUnavailable: lock.onUnavailable ?? 'skip' }, callback, firedAt);
+      await runner.runTick(declared, locked, callback, firedAt);
     } catch (error) {
       // As `@nestjs/schedule` does for its jobs: a timer's callback must not reject (an unhandled rejection).
       logger.error(`${job}: ${(error as Error)?.stack ?? String(error)}`);

@@ -11,6 +11,7 @@ import { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-m
 import { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 import { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 import { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
+import { JobControls1796800000000 } from './1796800000000-job-controls.js';
 import { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
@@ -26,6 +27,7 @@ export { FasterMysqlLockProcedures1796400000000 } from './1796400000000-faster-m
 export { MysqlLockDoorbells1796500000000 } from './1796500000000-mysql-lock-doorbells.js';
 export { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 export { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
+export { JobControls1796800000000 } from './1796800000000-job-controls.js';
 export { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 
 /**
@@ -47,6 +49,7 @@ export const LOCK_MIGRATIONS = [
   MysqlLockDoorbells1796500000000,
   JobRunClaims1796600000000,
   FairLockWaiters1796700000000,
+  JobControls1796800000000,
   LeaderTerms1796900000000,
 ] as const;
 

@@ -1,5 +1,5 @@
 import { LockStoreError } from '../errors/index.js';
-import type { LockJobInfo, LockJobOutcome, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
+import type { LockJobAction, LockJobActionKind, LockJobInfo, LockJobOutcome, LockJobRun, LockJobRunQuery } from '../interfaces/index.js';
 
 /**
  * A tick to claim: a fire time (epoch ms) that may be claimed until `until` (epoch ms: a cron tick's next fire time;
@@ -15,16 +15,16 @@ export interface TickClaim {
   readonly tick: number;
   /**
    * `'claimed'`: this run is the tick's; `'busy'`: another run of the job still goes (or the locks were busy);
-   * `'elsewhere'`: another replica claimed it first.
+   * `'elsewhere'`: another replica claimed it first; `'paused'`: the job is paused (the tick is recorded `paused`).
    */
-  readonly result: 'claimed' | 'busy' | 'elsewhere';
+  readonly result: 'claimed' | 'busy' | 'elsewhere' | 'paused';
   /** The database clock at the claim (epoch ms). */
   readonly dbNow: number;
 }
 
 /** The end of a claimed run. @internal */
 export interface RunEnd {
-  readonly outcome: Exclude<LockJobOutcome, 'running' | 'skipped' | 'abandoned'>;
+  readonly outcome: Exclude<LockJobOutcome, 'running' | 'skipped' | 'abandoned' | 'paused' | 'requested'>;
   readonly error: string | null;
   readonly durationMs: number;
 }
@@ -37,6 +37,25 @@ export interface TickCheck {
   readonly taken: boolean;
   /** The database clock at the check (epoch ms). */
   readonly dbNow: number;
+}
+
+/** A "run now" waiting for a replica: the job and the tick that names it. @internal */
+export interface RunRequest {
+  readonly job: string;
+  readonly tick: number;
+}
+
+/** What a control found: whether the job exists, whether it changed anything, and the database clock (epoch ms). @internal */
+export interface ControlResult {
+  readonly found: boolean;
+  readonly changed: boolean;
+  readonly at: number;
+}
+
+/** Which actions `JobRunStore.listActions` returns. @internal */
+export interface JobActionQuery {
+  readonly job?: string;
+  readonly limit: number;
 }
 
 /** A job as its replicas register it. @internal */
@@ -87,6 +106,56 @@ export abstract class JobRunStore {
    * is left as it is.
    */
   abstract endRunLate(job: string, schedule: string, tick: number, stamp: number, end: RunEnd, endedAgoMs: number): Promise<void>;
+  /**
+   * Pauses `job` for the whole fleet (when registered and not paused yet) and records the action; every claim
+   * committed after it records its tick `paused`.
+   */
+  abstract pauseJob(job: string, actor: string, reason: string): Promise<ControlResult>;
+  /** Resumes `job` (when paused) and records the action: the next claim runs its tick. */
+  abstract resumeJob(job: string, actor: string, reason: string): Promise<ControlResult>;
+  /**
+   * Requests one extra run of `job` (when registered): a `requested` row at a tick of the database clock that no
+   * schedule names (see `requestTickOf`), with its actor and reason, and the action. `at` is that tick.
+   */
+  abstract requestRun(job: string, actor: string, reason: string): Promise<ControlResult>;
+  /** The requests not claimed yet of `jobs`. */
+  abstract listRequests(jobs: readonly string[]): Promise<RunRequest[]>;
+  /**
+   * Claims the request `tick` of `job` for a run under `stamp`: `claimed` (also when the stamp claimed it already),
+   * `busy` while another run of the job goes (its grant live; the request stays), else `elsewhere`.
+   */
+  abstract claimRequest(job: string, tick: number, appId: string, stamp: number): Promise<TickClaim>;
+  /** The actions on jobs, newest first. */
+  abstract listActions(query: JobActionQuery): Promise<LockJobAction[]>;
+}
+
+/**
+ * The tick of a "run now" requested at `nowMs` (database clock) for a job of `schedule`: `nowMs`, moved on by a
+ * millisecond or two when a schedule could name it (a cron tick is a whole second, an interval tick a multiple of
+ * its period), so that a scheduled tick never finds its row taken by a request. @internal
+ */
+export function requestTickOf(nowMs: number, schedule: string): number {
+  const period = Number(/^every (\d+) ms$/.exec(schedule)?.[1] ?? 0);
+  let tick = Math.floor(nowMs);
+  for (let tries = 0; tries < 3 && (tick % 1000 === 0 || (period > 1 && tick % period === 0)); tries++) tick++;
+  return tick;
+}
+
+/** How many ticks a request tries before giving up (each taken by another request of the same millisecond). */
+const REQUEST_TICK_ATTEMPTS = 20;
+
+/**
+ * Requests a run at the first free tick from `nowMs` on (see `requestTickOf`): `insert` writes the request at a tick
+ * and answers whether the tick was free. Returns the tick.
+ * @throws LockStoreError when every tick tried was taken.
+ * @internal
+ */
+export async function requestAtFreeTick(nowMs: number, schedule: string, insert: (tick: number) => Promise<boolean>): Promise<number> {
+  let tick = requestTickOf(nowMs, schedule);
+  for (let attempt = 1; attempt <= REQUEST_TICK_ATTEMPTS; attempt++, tick = requestTickOf(tick + 1, schedule)) {
+    if (await insert(tick)) return tick;
+  }
+  throw new LockStoreError('requestJobRun', undefined, false, new Error(`no free tick in ${REQUEST_TICK_ATTEMPTS} attempts`));
 }
 
 /** How many times a claim whose answer was lost is made again before its error is thrown. */
@@ -121,6 +190,9 @@ export interface RunRow {
   error: string | null;
   skipped_busy: number | string;
   skipped_elsewhere: number | string;
+  manual: boolean | number | string;
+  actor: string | null;
+  reason: string | null;
 }
 
 /** A row of `locking_job` as both dialects select it. @internal */
@@ -130,6 +202,23 @@ export interface JobRow {
   next_tick: Date | string | null;
   last_succeeded: Date | string | null;
   last_succeeded_age: number | string | null;
+  paused_by: string | null;
+  paused_reason: string | null;
+  paused_at: Date | string | null;
+}
+
+/** A row of `locking_job_action` as both dialects select it. @internal */
+export interface ActionRow {
+  job: string;
+  action: LockJobActionKind;
+  actor: string;
+  reason: string;
+  acted_at: Date | string;
+}
+
+/** A `LockJobAction` from its row. @internal */
+export function toJobAction(row: ActionRow): LockJobAction {
+  return { job: row.job, action: row.action, actor: row.actor, reason: row.reason, at: new Date(row.acted_at), changed: true, tick: null };
 }
 
 const dateOf = (value: Date | string | null): Date | null => (value === null ? null : new Date(value));
@@ -147,6 +236,9 @@ export function toJobRun(row: RunRow): LockJobRun {
     error: row.error,
     skippedBusy: Number(row.skipped_busy),
     skippedElsewhere: Number(row.skipped_elsewhere),
+    manual: row.manual === true || Number(row.manual) === 1,
+    actor: row.actor,
+    reason: row.reason,
   };
 }
 
@@ -158,5 +250,7 @@ export function toJobInfo(row: JobRow): Omit<LockJobInfo, 'lastRuns'> {
     nextTick: dateOf(row.next_tick),
     lastSucceededAt: dateOf(row.last_succeeded),
     lastSucceededAgeSeconds: row.last_succeeded_age === null ? null : Number(row.last_succeeded_age),
+    paused:
+      row.paused_by === null ? null : { actor: row.paused_by, reason: row.paused_reason ?? '', since: new Date(row.paused_at!) },
   };
 }

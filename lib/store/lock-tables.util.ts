@@ -115,6 +115,8 @@ const LOCK_TABLE_NAMES = [
   'locking_permissions',
   'locking_instances',
   'locking_job_run',
+  'locking_job_pause',
+  'locking_job_action',
   'locking_job',
   'locking_leaders',
 ];
@@ -135,6 +137,8 @@ const POSTGRES_OBJECTS = [
   'locking_permissions_changed',
   'locking_force_release',
   'locking_claim_job_tick',
+  'locking_claim_controlled_tick',
+  'locking_claim_job_request',
 ];
 const POSTGRES_OBJECT = new RegExp(`\\b(${POSTGRES_OBJECTS.join('|')})\\b`, 'g');
 

@@ -80,8 +80,8 @@ export class LockTelemetry {
   /** Starts reporting the observable gauges from `sources`. */
   observe(_sources: LockGaugeSources): void {}
 
-  /** A tick of the scheduled job `job` ended on this replica with `outcome`. */
-  jobRan(_job: string, _outcome: JobTickOutcome): void {}
+  /** A tick of the scheduled job `job` ended on this replica with `outcome` (a "run now" of it when `manual`). */
+  jobRan(_job: string, _outcome: JobTickOutcome, _manual?: boolean): void {}
 
   /** Starts reporting the age of each job's last successful run from `ages`. */
   observeJobs(_ages: JobSuccessAges): void {}

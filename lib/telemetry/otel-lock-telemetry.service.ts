@@ -163,9 +163,9 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
     this.metrics.observe(sources);
   }
 
-  override jobRan(job: string, outcome: JobTickOutcome): void {
+  override jobRan(job: string, outcome: JobTickOutcome, manual = false): void {
     try {
-      this.jobs.ran(job, outcome);
+      this.jobs.ran(job, outcome, manual);
     } catch (failure) {
       telemetryFailed(failure);
     }

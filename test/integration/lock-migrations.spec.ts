@@ -71,6 +71,16 @@ async function jobClaims(db: TestDatabase): Promise<boolean> {
   return column.length === 1 && fn.length === 1;
 }
 
+/** Whether the controls of scheduled jobs exist (JobControls1796800000000): their tables, functions and columns. */
+async function jobControls(db: TestDatabase): Promise<boolean> {
+  const tables = await db.query(`SELECT 1 FROM pg_class WHERE relname IN ('locking_job_pause', 'locking_job_action') AND relkind = 'r'`);
+  const fns = await db.query(`SELECT 1 FROM pg_proc WHERE proname IN ('locking_claim_controlled_tick', 'locking_claim_job_request')`);
+  const columns = await db.query(
+    `SELECT 1 FROM information_schema.columns WHERE table_name = 'locking_job_run' AND column_name IN ('manual', 'actor', 'reason')`,
+  );
+  return tables.length === 2 && fns.length === 2 && columns.length === 3;
+}
+
 /**
  * Whether a write yields to an earlier waiter (FairLockWaiters1796700000000): with a live waiter row of a reader on
  * `QW`, a write request that does not wait is refused by the one-lock function, a one-lock group and a two-lock group
@@ -130,6 +140,7 @@ describe('shipped migrations', () => {
     expect(await forcedRelease(db)).toBe(true);
     expect(await groupChecks(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
+    expect(await jobControls(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
     await exerciseEngine(app.locks);
     await app.close();
@@ -138,6 +149,12 @@ describe('shipped migrations', () => {
     await dataSource.undoLastMigration(); // the leader terms: their table goes, the rest stays
     expect(await leaderTerms(db)).toBe(false);
     expect(await writersQueue(db)).toBe(true);
+    // The job controls: their tables, functions and columns go; a paused tick's row goes with them.
+    await db.query(`INSERT INTO locking_job_run (job, tick, outcome, actor, reason) VALUES ('J', now(), 'paused', 'a', 'r')`);
+    await dataSource.undoLastMigration();
+    expect(await jobControls(db)).toBe(false);
+    expect(await db.query(`SELECT 1 FROM locking_job_run WHERE job = 'J'`)).toEqual([]);
+    expect(await jobClaims(db)).toBe(true);
 
     await dataSource.undoLastMigration(); // the fair waiters: writers no longer queue, the sixth version's check is back
     expect(await writersQueue(db)).toBe(false);

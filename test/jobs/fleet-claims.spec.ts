@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';
-import { createHitsTable, dbNowMs, describeWithFaketime, type Hit, hitsOf, type Replica, startReplica, stopReplicas } from './support/job-fleet.js';
+import { createHitsTable, dbNowMs, describeWithFaketime, hitsOf, mostAtOnce, type Replica, startReplica, stopReplicas } from './support/job-fleet.js';
 
 /** The @Interval period of the retention test (ms). */
 const PERIOD_MS = 4000;
@@ -20,17 +20,6 @@ async function slowClaims(db: TestDatabase, dialect: TestDialect, seconds: numbe
       BEGIN PERFORM pg_sleep(${seconds}); RETURN NEW; END $$`);
     await db.query('CREATE TRIGGER slow_claim BEFORE INSERT ON locking_job_run FOR EACH ROW EXECUTE FUNCTION slow_claim()');
   }
-}
-
-/** The most runs going at once, from their start and end hits (database clock). */
-function mostAtOnce(hits: readonly Hit[]): number {
-  let running = 0;
-  let most = 0;
-  for (const hit of hits) {
-    running += hit.phase === 'start' ? 1 : -1;
-    most = Math.max(most, running);
-  }
-  return most;
 }
 
 for (const dialect of DIALECTS) {

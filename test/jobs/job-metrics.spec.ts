@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { WithLocks } from 'nestjs-db-locks';
+import { LockAdminService, WithLocks } from 'nestjs-db-locks';
 import { Cron, SchedulerRegistry } from '@nestjs/schedule';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
@@ -62,5 +62,24 @@ for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on $
     await sleep(1500);
     const after = total(await sdk.collect(), M('job.last_success.age'), { job: 'metered-report', 'app.id': 'metered-a' });
     expect(after).toBeGreaterThan(1.4);
+  });
+
+  it('counts the ticks found paused and the "run now" runs apart, by job and outcome', async () => {
+    const app = await createLockApp(db.url, { appId: 'metered-controls' }, 4, [MeteredJobs]);
+    apps.push(app);
+    const admin = app.app.get(LockAdminService);
+    // Across the two replicas of this process (metered-a still runs the job's ticks).
+    const count = (name: string, outcome: string) =>
+      sdk.collect().then((collected) => total(collected, M(name), { job: 'MeteredJobs.failing', outcome }));
+    await admin.pauseJob('MeteredJobs.failing', { actor: 'ops', reason: 'noisy' });
+    await until(async () => (await count('job.runs', 'paused')) >= 2, 5000);
+    const failedWhilePaused = await count('job.runs', 'failed');
+    await admin.runJobNow('MeteredJobs.failing', { actor: 'ops', reason: 'check the fix' });
+    await until(async () => (await count('job.manual_runs', 'failed')) === 1, 5000);
+    await sleep(1500); // the other replica looked for the request again: counted once
+    // The manual run is not a tick: the ticks' counter did not move.
+    expect(await count('job.manual_runs', 'failed')).toBe(1);
+    expect(await count('job.runs', 'failed')).toBe(failedWhilePaused);
+    await admin.resumeJob('MeteredJobs.failing', { actor: 'ops', reason: 'done' });
   });
 });

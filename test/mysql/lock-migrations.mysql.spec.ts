@@ -13,6 +13,8 @@ const LATEST_PROCEDURES = ['locking_release', 'locking_try_acquire', 'locking_tr
 const TABLES = ['locking', 'locking_doorbells', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
 /** The tables of the run history of scheduled jobs. */
 const JOB_TABLES = ['locking_job', 'locking_job_run'];
+/** The tables of the job controls (JobControls1796800000000). */
+const CONTROL_TABLES = ['locking_job_action', 'locking_job_pause'];
 
 /** The lock tables' columns, keys and CHECK constraints, from the catalogs: equal exactly when the schema is. */
 async function schemaOf(db: TestDatabase): Promise<unknown> {
@@ -132,13 +134,23 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     const admin = LockAdminService.create(dataSource, { actor: 'ops' });
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
-    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, 'locking_leaders'].sort());
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
     await dataSource.undoLastMigration(); // the leader terms: their table goes, the rest stays
-    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES].sort());
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
     expect(await jsonTablesOfTryAcquire()).toBe(2); // the second version: the group is checked name by name
     expect(await writersQueue(db)).toBe(true);
+    const controlColumns = async () =>
+      (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+        AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME IN ('manual', 'actor', 'reason')`)).length;
+    expect(await controlColumns()).toBe(3);
+    // The job controls: their tables and columns go, with the rows of their outcomes.
+    await db.query(`INSERT INTO locking_job_run (job, tick, outcome, actor, reason) VALUES ('J', UTC_TIMESTAMP(3), 'paused', 'a', 'r')`);
+    await dataSource.undoLastMigration();
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
+    expect(await controlColumns()).toBe(0);
+    expect(await db.query(`SELECT 1 FROM locking_job_run WHERE job = 'J'`)).toEqual([]);
     const fair = await schemaOf(db);
     await dataSource.undoLastMigration(); // the fair waiters: the procedures' second version is back
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
@@ -150,7 +162,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await app.close();
     await dataSource.runMigrations();
     expect(await writersQueue(db)).toBe(true);
-    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, 'locking_leaders'].sort());
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
     const full = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
@@ -170,6 +182,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
         AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
     expect(await claimsColumn()).toBe(1);
     await dataSource.undoLastMigration(); // the leader terms (see above)
+    await dataSource.undoLastMigration(); // the job controls (see above)
     await dataSource.undoLastMigration(); // the fair waiters (see above)
     await dataSource.undoLastMigration(); // the job claims: their column goes, the history stays
     expect(await claimsColumn()).toBe(0);

@@ -265,6 +265,42 @@ if (!chromiumAvailable) {
     }
   });
 
+  it('pauses, resumes and runs a job from its row, with an actor and a reason, and refuses an incomplete form', async () => {
+    const jobs = await createLockApp(db.url, { appId: 'console-controlled' }, 4, [ConsoleFleetJobs]);
+    try {
+      const report = page.locator('#jobs-body tr[data-job="ConsoleFleetJobs.report"]');
+      await report.locator('span[data-outcome="succeeded"]').first().waitFor({ timeout: 8000 });
+      const form = page.locator('#job-control-form');
+      expect(await form.isHidden()).toBe(true);
+      await report.locator('button[data-control="pause"]').click();
+      expect(await form.isVisible()).toBe(true);
+      expect(await page.locator('#job-control-job').textContent()).toBe('ConsoleFleetJobs.report');
+      // Without a reason nothing is sent.
+      await page.fill('#job-control-actor', 'ops-anna');
+      await page.click('#job-control-submit');
+      expect(await page.locator('#job-control-status').textContent()).toBe('actor and reason are required: say who acts and why');
+      await page.fill('#job-control-reason', 'bad data upstream');
+      await page.click('#job-control-submit');
+      await page.locator('#job-control-status.ok').waitFor({ timeout: 3000 });
+      expect(await page.locator('#job-control-status').textContent()).toBe('ConsoleFleetJobs.report: pause by ops-anna: bad data upstream');
+      await page.locator('#jobs-body tr[data-job="ConsoleFleetJobs.report"][data-paused="true"]').waitFor({ timeout: 3000 });
+      expect(await report.locator('td').nth(5).textContent()).toBe('paused by ops-anna: bad data upstream');
+      await report.locator('span[data-outcome="paused"]').first().waitFor({ timeout: 5000 });
+      // Run now, while paused: one manual run.
+      await report.locator('button[data-control="run"]').click();
+      await page.fill('#job-control-reason', 'rerun once');
+      await page.click('#job-control-submit');
+      await page.locator('#job-control-status.ok').waitFor({ timeout: 3000 });
+      await report.locator('span.run', { hasText: '(run now by ops-anna: rerun once)' }).waitFor({ timeout: 8000 });
+      await report.locator('button[data-control="resume"]').click();
+      await page.fill('#job-control-reason', 'fixed');
+      await page.click('#job-control-submit');
+      await page.locator('#jobs-body tr[data-job="ConsoleFleetJobs.report"][data-paused="false"]').waitFor({ timeout: 3000 });
+    } finally {
+      await jobs.close();
+    }
+  });
+
   it('ran without a script error', () => {
     expect(pageErrors).toEqual([]);
   });

@@ -3,8 +3,8 @@ import type { LockJobInfo, LockJobRun } from '../../interfaces/index.js';
 import { parseSince, parseWhole } from '../lock-cli.arguments.js';
 import { withAdmin } from '../lock-cli.connection.js';
 import { type CliContext, globalsOf } from '../lock-cli.context.js';
-import { usageError } from '../lock-cli.errors.js';
 import { type Column, duration, printJson, table, timestamp } from '../lock-cli.output.js';
+import { parseJobName, registerJobControlCommands } from './job-controls.command.js';
 
 /** `skipped 2 busy, 1 elsewhere`: the replicas a tick refused. */
 function skippedText(run: LockJobRun): string {
@@ -33,6 +33,7 @@ export const JOB_COLUMNS: ReadonlyArray<Column<LockJobInfo>> = [
   { heading: 'last tick', cell: (j) => timestamp(j.lastRuns[0]?.tick) },
   { heading: 'outcome', cell: (j) => (j.lastRuns[0] ? outcomeText(j.lastRuns[0]) : '-') },
   { heading: 'app', cell: (j) => j.lastRuns[0]?.appId ?? '-' },
+  { heading: 'paused', cell: (j) => (j.paused ? `by ${j.paused.actor}: ${j.paused.reason}` : '-') },
 ];
 
 /** The columns of the runs table. @internal */
@@ -44,20 +45,16 @@ export const JOB_RUN_COLUMNS: ReadonlyArray<Column<LockJobRun>> = [
   { heading: 'stamp', cell: (r) => (r.stamp === null ? '-' : String(r.stamp)), right: true },
   { heading: 'duration', cell: (r) => duration(r.durationMs), right: true },
   { heading: 'skipped', cell: skippedText },
+  { heading: 'by', cell: (r) => (r.actor === null ? '-' : `${r.manual ? 'run now' : 'paused'} by ${r.actor}: ${r.reason ?? ''}`) },
 ];
-
-/** A job name as the history records it. */
-function parseJobName(text: string): string {
-  if (text.length < 1 || text.length > 200) throw usageError(`invalid job name '${text}': expected 1-200 characters`);
-  return text;
-}
 
 /**
  * `jobs [--job name] [--since t] [--limit n]`: the scheduled jobs with their next tick, last success and last run;
- * with `--job` (or `--since`), the run history, newest tick first. @internal
+ * with `--job` (or `--since`), the run history, newest tick first; `jobs pause|resume|run <job>` act on a job (see
+ * `registerJobControlCommands`). @internal
  */
 export function registerJobsCommand(program: Command, context: CliContext): void {
-  program
+  const jobs = program
     .command('jobs')
     .description('show the scheduled @WithLocks jobs (next tick, last success, last run), or with --job their run history')
     .option('--job <name>', 'the runs of this job (Class.method), newest tick first', parseJobName)
@@ -76,4 +73,5 @@ export function registerJobsCommand(program: Command, context: CliContext): void
       if (json) return printJson(context.output, runs);
       context.output.out(table(runs, JOB_RUN_COLUMNS, 'No run matches.'));
     });
+  registerJobControlCommands(jobs, context);
 }

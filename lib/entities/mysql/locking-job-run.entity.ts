@@ -11,7 +11,7 @@ import { bigintAsNumber } from '../bigint-as-number.transformer.js';
  */
 @Entity({ name: 'locking_job_run' })
 @Index('locking_job_run_running_idx', ['job', 'outcome'])
-@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped')`)
+@Check('locking_job_run_outcome_check', `outcome IN ('running', 'succeeded', 'failed', 'lock-lost', 'skipped', 'paused', 'requested')`)
 export class MysqlLockingJobRunEntity {
   /** The job: `Class.method` (with `@appId` for a per-replica job). */
   @PrimaryColumn({ name: 'job', type: 'varchar', length: 200 })
@@ -57,4 +57,16 @@ export class MysqlLockingJobRunEntity {
   /** Until when the tick can still be claimed (a period's end, a cron tick's next fire time): kept until then. */
   @Column({ name: 'claimable_until', type: 'datetime', precision: 3, nullable: true })
   claimableUntil!: Date | null;
+
+  /** A "run now" (`LockAdminService.runJobNow`), not a tick of the schedule. */
+  @Column({ name: 'manual', type: 'tinyint', default: 0 })
+  manual!: number;
+
+  /** Who asked for the manual run, or paused the job (a `paused` tick). */
+  @Column({ name: 'actor', type: 'varchar', length: 200, nullable: true })
+  actor!: string | null;
+
+  /** Why. */
+  @Column({ name: 'reason', type: 'varchar', length: 500, nullable: true })
+  reason!: string | null;
 }

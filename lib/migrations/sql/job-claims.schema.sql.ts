@@ -6,6 +6,22 @@
  * @internal
  */
 
+/**
+ * PL/pgSQL of a claim under `p_stamp` (its columns: tick_ms, claimed, busy, now_ms): takes the job's transaction
+ * advisory lock (the claims of one job are serialised), then returns the run this stamp already claimed, if any (a
+ * claim made again after its answer was lost). Shared by `locking_claim_job_tick` and `locking_claim_job_request`.
+ */
+export const OWN_RUN_OF_STAMP = `    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
+    RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
+                        (extract(epoch FROM clock_timestamp()) * 1000)::float8
+                   FROM locking_job_run r
+                  WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
+                  LIMIT 1;
+    IF FOUND THEN
+      RETURN;
+    END IF;
+`;
+
 /** PostgreSQL, up. */
 export const CREATE_JOB_CLAIMS: readonly string[] = [
   `ALTER TABLE locking_job_run ADD COLUMN claimable_until timestamptz`,
@@ -26,16 +42,7 @@ export const CREATE_JOB_CLAIMS: readonly string[] = [
 #variable_conflict use_column
 BEGIN
   IF p_stamp IS NOT NULL THEN
-    PERFORM pg_advisory_xact_lock(hashtextextended('locking_job:' || p_job, 0));
-    RETURN QUERY SELECT (extract(epoch FROM r.tick) * 1000)::float8, true, false,
-                        (extract(epoch FROM clock_timestamp()) * 1000)::float8
-                   FROM locking_job_run r
-                  WHERE r.job = p_job AND r.outcome = 'running' AND r.stamp = p_stamp
-                  LIMIT 1;
-    IF FOUND THEN
-      RETURN;
-    END IF;
-  END IF;
+${OWN_RUN_OF_STAMP}  END IF;
   RETURN QUERY
   WITH t AS (
     SELECT COALESCE(to_timestamp(p_at / 1000),

@@ -1,4 +1,4 @@
-import type { LockJobOutcome, LockLogStatus, LockRequest } from '../../interfaces/index.js';
+import type { LockJobAction, LockJobOutcome, LockLogStatus, LockRequest } from '../../interfaces/index.js';
 import type { ListenerCallbacks } from '../lock.store.js';
 
 /** How the tables spell a mode. @internal */
@@ -60,6 +60,20 @@ export interface MemoryJobRunRow {
   skippedElsewhere: number;
   /** Until when the tick can still be claimed (epoch ms). */
   claimableUntil: number;
+  /** A "run now", not a tick of the schedule. */
+  manual?: boolean;
+  /** Who asked for the manual run, or paused the job. */
+  actor?: string | null;
+  /** Why. */
+  reason?: string | null;
+}
+
+/** A paused job (`locking_job_pause`). @internal */
+export interface MemoryJobPause {
+  readonly actor: string;
+  readonly reason: string;
+  /** Since when (epoch ms). */
+  readonly since: number;
 }
 
 /** A job's row (`locking_job`). @internal */
@@ -108,6 +122,8 @@ export class InMemoryLockDatabase {
   /** @internal */ readonly jobRuns = new Map<string, MemoryJobRunRow>();
   /** @internal */ readonly jobs = new Map<string, MemoryJobRow>();
   /** @internal */ readonly leaders = new Map<string, MemoryLeaderRow>();
+  /** @internal */ readonly jobPauses = new Map<string, MemoryJobPause>();
+  /** @internal */ readonly jobActions: LockJobAction[] = [];
   private readonly listeners = new Set<ListenerCallbacks>();
   private stampSeq = 0;
   private waiterSeq = 0;

@@ -75,16 +75,19 @@ export const SELECT_RUNS = `SELECT r.job, ${MS_OF('r.tick')} AS tick_ms,
        CASE WHEN r.outcome = 'running' AND NOT EXISTS (SELECT 1 FROM locking l WHERE l.stamp = r.stamp)
             THEN 'abandoned' ELSE r.outcome END AS outcome,
        r.app_id, CAST(r.stamp AS CHAR) AS stamp, ${iso('r.started')} AS started, r.duration_ms, r.error,
-       r.skipped_busy, r.skipped_elsewhere
+       r.skipped_busy, r.skipped_elsewhere, r.manual, r.actor, r.reason
   FROM locking_job_run r
  WHERE (? IS NULL OR r.job = ?) AND (? IS NULL OR r.tick >= ?)
  ORDER BY r.tick DESC, r.job
  LIMIT ?`;
 
-/** Every job, by name, with the age of its last success on the database clock. */
-export const SELECT_JOBS = `SELECT job, schedule, ${iso('next_tick')} AS next_tick, ${iso('last_succeeded')} AS last_succeeded,
-       TIMESTAMPDIFF(MICROSECOND, last_succeeded, UTC_TIMESTAMP(6)) / 1000000 AS last_succeeded_age
-  FROM locking_job ORDER BY job`;
+/** Every job, by name, with the age of its last success on the database clock and its pause. */
+export const SELECT_JOBS = `SELECT j.job, j.schedule, ${iso('j.next_tick')} AS next_tick,
+       ${iso('j.last_succeeded')} AS last_succeeded,
+       TIMESTAMPDIFF(MICROSECOND, j.last_succeeded, UTC_TIMESTAMP(6)) / 1000000 AS last_succeeded_age,
+       p.actor AS paused_by, p.reason AS paused_reason, ${iso('p.paused_at')} AS paused_at
+  FROM locking_job j LEFT JOIN locking_job_pause p ON p.job = j.job
+ ORDER BY j.job`;
 
 /**
  * ? retention (ms), ? limit: deletes ended runs (and abandoned ones) whose tick is older than the retention and that
@@ -102,9 +105,10 @@ export const KEEP_JOBS = `UPDATE locking_job SET updated = UTC_TIMESTAMP(6) WHER
 
 /**
  * ? idle time (ms): deletes the jobs no live replica has kept or run for that long (per-replica and `@Timeout` jobs of
- * replicas long gone: `Class.method@appId`).
+ * replicas long gone: `Class.method@appId`). A paused job stays, with its pause, until it is resumed.
  */
-export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < UTC_TIMESTAMP(6) - INTERVAL (? * 1000) MICROSECOND`;
+export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < UTC_TIMESTAMP(6) - INTERVAL (? * 1000) MICROSECOND
+  AND NOT EXISTS (SELECT 1 FROM locking_job_pause p WHERE p.job = locking_job.job)`;
 
 /**
  * ? job, ? tick (epoch ms) or null, ? period (ms) twice: the tick (given, or the current period on the database

@@ -1,18 +1,25 @@
-import type { LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
+import type { LockJobAction, LockJobInfo, LockJobRun, LockJobRunQuery } from '../../interfaces/index.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 import {
+  type ActionRow,
+  type ControlResult,
+  type JobActionQuery,
   type JobRegistration,
   type JobRow,
   JobRunStore,
   type RunEnd,
+  type RunRequest,
   type RunRow,
   type TickCheck,
   type TickClaim,
   type TickSource,
   claimResolvingLoss,
+  requestAtFreeTick,
+  toJobAction,
   toJobInfo,
   toJobRun,
 } from '../job-runs.store.js';
+import * as CONTROL from './mysql-job-controls.queries.sql.js';
 import * as SQL from './mysql-job-runs.queries.sql.js';
 
 /** Epoch ms as a UTC `DATETIME(3)` literal (the driver would convert a Date in the client's time zone). */
@@ -46,6 +53,13 @@ export class MysqlJobRunStore extends JobRunStore {
           [job, stamp, job, at],
         );
         if (row!.own_ms !== null) return { tick: Math.round(Number(row!.own_ms)), result: 'claimed', dbNow: Number(row!.now_ms) };
+        // A paused job (the pause is read after the job's row is locked): the tick is recorded `paused`, not run.
+        const [pause] = await tx.select<{ actor: string; reason: string }>(CONTROL.SELECT_PAUSE, [job]);
+        if (pause !== undefined) {
+          const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
+          await tx.write(CONTROL.UPSERT_PAUSED_TICK, [job, at, pause.actor, pause.reason, datetimeOf(until)]);
+          return { tick, result: 'paused', dbNow: Number(row!.now_ms) };
+        }
         busy = Number(row!.busy) === 1;
       }
       const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
@@ -124,5 +138,70 @@ export class MysqlJobRunStore extends JobRunStore {
       const succeeded = end.outcome === 'succeeded' ? 1 : 0;
       await tx.write(SQL.TOUCH_JOB_LATE, [job, schedule, succeeded, Math.max(0, Math.round(endedAgoMs))]);
     });
+  }
+
+  /** One transaction: the job's row locked (the claims of the job wait), the pause checked, changed, and the action. */
+  pauseJob(job: string, actor: string, reason: string): Promise<ControlResult> {
+    return this.runner.transaction('pauseJob', false, async (tx) => {
+      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
+      if (row === undefined) return { found: false, changed: false, at: 0 };
+      const at = Number(row.now_ms);
+      if ((await tx.select<unknown>(CONTROL.LOCK_PAUSE, [job])).length > 0) return { found: true, changed: false, at };
+      await tx.write(CONTROL.INSERT_PAUSE, [job, actor, reason]);
+      await tx.write(CONTROL.INSERT_ACTION, [job, 'pause', actor, reason]);
+      return { found: true, changed: true, at };
+    });
+  }
+
+  /** One transaction, as `pauseJob`; a paused job whose row was retired is still found (its pause). */
+  resumeJob(job: string, actor: string, reason: string): Promise<ControlResult> {
+    return this.runner.transaction('resumeJob', false, async (tx) => {
+      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
+      const paused = (await tx.select<unknown>(CONTROL.LOCK_PAUSE, [job])).length > 0;
+      const at = row === undefined ? 0 : Number(row.now_ms);
+      if (!paused) return { found: row !== undefined, changed: false, at };
+      await tx.write(CONTROL.DELETE_PAUSE, [job]);
+      await tx.write(CONTROL.INSERT_ACTION, [job, 'resume', actor, reason]);
+      return { found: true, changed: true, at };
+    });
+  }
+
+  requestRun(job: string, actor: string, reason: string): Promise<ControlResult> {
+    return this.runner.transaction('requestJobRun', false, async (tx) => {
+      const [row] = await tx.select<{ schedule: string; now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
+      if (row === undefined) return { found: false, changed: false, at: 0 };
+      const tick = await requestAtFreeTick(Number(row.now_ms), row.schedule, async (at) => {
+        const { affectedRows } = await tx.write(CONTROL.INSERT_REQUEST, [job, datetimeOf(at), actor, reason]);
+        return affectedRows > 0;
+      });
+      await tx.write(CONTROL.INSERT_ACTION, [job, 'run', actor, reason]);
+      return { found: true, changed: true, at: tick };
+    });
+  }
+
+  async listRequests(jobs: readonly string[]): Promise<RunRequest[]> {
+    if (jobs.length === 0) return [];
+    const rows = await this.runner.select<{ job: string; tick_ms: string | number }>('getJobRequests', CONTROL.SELECT_REQUESTS, [[...jobs]]);
+    return rows.map((row) => ({ job: row.job, tick: Math.round(Number(row.tick_ms)) }));
+  }
+
+  /** One transaction: the job's row locked (as a claim of a tick), then the own run, the busy check and the claim. */
+  claimRequest(job: string, tick: number, appId: string, stamp: number): Promise<TickClaim> {
+    return claimResolvingLoss(stamp, () => this.runner.transaction('claimJobRequest', true, async (tx) => {
+      if ((await tx.select<unknown>(SQL.LOCK_JOB, [job])).length === 0) await tx.write(SQL.ADD_JOB, [job]);
+      const [own] = await tx.select<{ own_ms: string | number }>(CONTROL.SELECT_OWN, [job, stamp]);
+      const [running] = await tx.select<{ busy: string | number; now_ms: string | number }>(CONTROL.SELECT_RUNNING, [job]);
+      const dbNow = Number(running!.now_ms);
+      if (own !== undefined) return { tick: Math.round(Number(own.own_ms)), result: 'claimed', dbNow };
+      if (Number(running!.busy) === 1) return { tick, result: 'busy', dbNow };
+      const { affectedRows } = await tx.write(CONTROL.CLAIM_REQUEST, [appId, stamp, job, datetimeOf(tick)]);
+      return { tick, result: affectedRows > 0 ? 'claimed' : 'elsewhere', dbNow };
+    }));
+  }
+
+  async listActions(query: JobActionQuery): Promise<LockJobAction[]> {
+    const job = query.job ?? null;
+    const rows = await this.runner.select<ActionRow>('getJobActions', CONTROL.SELECT_ACTIONS, [job, job, query.limit]);
+    return rows.map(toJobAction);
   }
 }

@@ -15,8 +15,10 @@ const ABANDONED = `r.outcome = 'running' AND NOT EXISTS (SELECT 1 FROM locking l
  * any, else claims: the first claim of a tick inserts its row `running`; a later claim counts itself in
  * `skipped_elsewhere`; a claim made while another tick of the job still runs (its grant live), or without a stamp,
  * counts in `skipped_busy` and leaves a row `skipped` that a later claim of the same tick may take.
+ * `locking_claim_controlled_tick` (migration `JobControls1796800000000`) records the tick `paused` instead while the
+ * job is paused.
  */
-export const CLAIM_TICK = `SELECT tick_ms, claimed, busy, now_ms FROM locking_claim_job_tick($1, $2, $3, $4, $5, $6)`;
+export const CLAIM_TICK = `SELECT tick_ms, claimed, busy, paused, now_ms FROM locking_claim_controlled_tick($1, $2, $3, $4, $5, $6)`;
 
 /** $1 job, $2 tick (epoch ms), $3 stamp, $4 outcome, $5 error name, $6 duration (ms): the end of a claimed run. */
 export const END_RUN = `UPDATE locking_job_run
@@ -35,16 +37,19 @@ ON CONFLICT (job) DO UPDATE SET
 /** $1 job or null, $2 since or null, $3 limit: runs, newest tick first. */
 export const SELECT_RUNS = `SELECT r.job, (extract(epoch FROM r.tick) * 1000)::float8 AS tick_ms,
        CASE WHEN ${ABANDONED} THEN 'abandoned' ELSE r.outcome END AS outcome,
-       r.app_id, r.stamp::text AS stamp, r.started, r.duration_ms, r.error, r.skipped_busy, r.skipped_elsewhere
+       r.app_id, r.stamp::text AS stamp, r.started, r.duration_ms, r.error, r.skipped_busy, r.skipped_elsewhere,
+       r.manual, r.actor, r.reason
   FROM locking_job_run r
  WHERE ($1::text IS NULL OR r.job = $1) AND ($2::timestamptz IS NULL OR r.tick >= $2)
  ORDER BY r.tick DESC, r.job
  LIMIT $3`;
 
-/** Every job, by name, with the age of its last success on the database clock. */
-export const SELECT_JOBS = `SELECT job, schedule, next_tick, last_succeeded,
-       extract(epoch FROM clock_timestamp() - last_succeeded)::float8 AS last_succeeded_age
-  FROM locking_job ORDER BY job`;
+/** Every job, by name, with the age of its last success on the database clock and its pause. */
+export const SELECT_JOBS = `SELECT j.job, j.schedule, j.next_tick, j.last_succeeded,
+       extract(epoch FROM clock_timestamp() - j.last_succeeded)::float8 AS last_succeeded_age,
+       p.actor AS paused_by, p.reason AS paused_reason, p.paused_at
+  FROM locking_job j LEFT JOIN locking_job_pause p ON p.job = j.job
+ ORDER BY j.job`;
 
 /**
  * $1 retention (ms), $2 limit: deletes ended runs (and abandoned ones) whose tick is older than the retention and
@@ -64,9 +69,10 @@ export const KEEP_JOBS = `UPDATE locking_job SET updated = clock_timestamp() WHE
 
 /**
  * $1 idle time (ms): deletes the jobs no live replica has kept or run for that long (per-replica and `@Timeout` jobs
- * of replicas long gone: `Class.method@appId`).
+ * of replicas long gone: `Class.method@appId`). A paused job stays, with its pause, until it is resumed.
  */
-export const RETIRE_JOBS = `DELETE FROM locking_job WHERE updated < clock_timestamp() - $1 * interval '1 millisecond'`;
+export const RETIRE_JOBS = `DELETE FROM locking_job j WHERE j.updated < clock_timestamp() - $1 * interval '1 millisecond'
+  AND NOT EXISTS (SELECT 1 FROM locking_job_pause p WHERE p.job = j.job)`;
 
 /**
  * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null (the current period on the database clock, as

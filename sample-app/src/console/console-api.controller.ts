@@ -16,8 +16,11 @@ import {
   GrantNotFoundError,
   InvalidLockArgumentError,
   InvalidLockSpecError,
+  JobNotFoundError,
   LockAdminService,
   type LockGrant,
+  type LockJobAction,
+  type LockJobActionKind,
   type LockJobInfo,
   type LockLogEntry,
   LockService,
@@ -26,6 +29,7 @@ import {
 import { type ActivityEntry, ActivityService } from '../activity/activity.service.js';
 import { type ConsoleState, ConsoleStateService, type PermitsView } from './console-state.service.js';
 import { parseForceReleaseInput, parseForceReleaseStamp } from './force-release-input.util.js';
+import { parseJobControlInput } from './job-control-input.util.js';
 import { parsePermitsInput } from './permits-input.util.js';
 
 /** The lock console's JSON API (documented in `sample-app/README.md`). */
@@ -54,6 +58,52 @@ export class ConsoleApiController {
   @Get('jobs')
   jobs(): Promise<LockJobInfo[]> {
     return this.console.jobs();
+  }
+
+  /**
+   * Pauses a scheduled job on every instance (`{ "actor": "…", "reason": "…" }`, both required): its ticks are recorded
+   * `paused` until it is resumed. 400 without an actor or a reason (or one too long), 404 for a job no instance has
+   * registered; `changed: false` when it was paused already.
+   */
+  @Post('jobs/:job/pause')
+  @HttpCode(200)
+  pauseJob(@Param('job') job: string, @Body() body: unknown): Promise<LockJobAction> {
+    return this.controlJob(job, body, 'pause');
+  }
+
+  /** Resumes a paused job (same body and answers as `pause`): its next tick runs. */
+  @Post('jobs/:job/resume')
+  @HttpCode(200)
+  resumeJob(@Param('job') job: string, @Body() body: unknown): Promise<LockJobAction> {
+    return this.controlJob(job, body, 'resume');
+  }
+
+  /**
+   * Requests one extra run of a job now (same body and answers as `pause`): an instance that has the job runs it once
+   * across the fleet, under its locks, after any run of it under way; the answer's `tick` names it in the history.
+   */
+  @Post('jobs/:job/run')
+  @HttpCode(200)
+  runJobNow(@Param('job') job: string, @Body() body: unknown): Promise<LockJobAction> {
+    return this.controlJob(job, body, 'run');
+  }
+
+  private async controlJob(job: string, body: unknown, action: LockJobActionKind): Promise<LockJobAction> {
+    const control = parseJobControlInput(body);
+    try {
+      const done =
+        action === 'pause'
+          ? await this.admin.pauseJob(job, control)
+          : action === 'resume'
+            ? await this.admin.resumeJob(job, control)
+            : await this.admin.runJobNow(job, control);
+      this.activity.record(`job ${action}`, 'done', `${job} by ${done.actor}: ${done.reason}${done.changed ? '' : ' (no change)'}`);
+      return done;
+    } catch (error) {
+      if (error instanceof JobNotFoundError) throw new NotFoundException(error.message);
+      if (error instanceof InvalidLockArgumentError) throw new BadRequestException(error.message);
+      throw error;
+    }
   }
 
   /** Every caller waiting for a group now (`tryLocks` with `waitMs`), across all instances, in waiting order. */

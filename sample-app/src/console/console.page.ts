@@ -127,9 +127,17 @@ export function renderConsolePage(state: ConsoleState): string {
 <section>
   <h2>Scheduled jobs <span class="meta">(every instance: each tick runs once across the fleet)</span></h2>
   <table id="scheduled-jobs">
-    <thead><tr><th>Job</th><th>Schedule</th><th>Next tick</th><th>Last success</th><th>Last runs (newest first)</th></tr></thead>
+    <thead><tr><th>Job</th><th>Schedule</th><th>Next tick</th><th>Last success</th><th>Last runs (newest first)</th><th>Paused</th><th>Controls (every instance)</th></tr></thead>
     <tbody id="jobs-body"></tbody>
   </table>
+  <form id="job-control-form" hidden>
+    <span><b id="job-control-action"></b> <b id="job-control-job"></b> on every instance.</span>
+    <label>Actor <input id="job-control-actor" size="16" maxlength="200" placeholder="who (recorded)"></label>
+    <label>Reason <input id="job-control-reason" size="40" maxlength="500" placeholder="why (recorded in the history)"></label>
+    <button id="job-control-submit" type="submit">Send</button>
+    <button id="job-control-cancel" type="button">Cancel</button>
+  </form>
+  <p id="job-control-status" role="status"></p>
 </section>
 
 <section>

@@ -1,8 +1,9 @@
 /**
  * The console page's only script (plain browser JavaScript, no build step): renders the state embedded in the page,
  * then polls `GET /api/state` and re-renders (the scheduled jobs' panel included); posts the permits form to
- * `POST /api/permits`, the job buttons to `POST /ws1/rebuild` / `POST /ws2/rebuild` and a grant's force release (with its reason) to
- * `POST /api/grants/:stamp/release`. It builds the DOM with `textContent`, never with HTML strings.
+ * `POST /api/permits`, the job buttons to `POST /ws1/rebuild` / `POST /ws2/rebuild`, a grant's force release (with its reason) to
+ * `POST /api/grants/:stamp/release` and a scheduled job's pause, resume or "run now" (with an actor and a reason) to
+ * `POST /api/jobs/:job/pause|resume|run`. It builds the DOM with `textContent`, never with HTML strings.
  */
 export const CONSOLE_SCRIPT = String.raw`
 (function () {
@@ -91,7 +92,7 @@ export const CONSOLE_SCRIPT = String.raw`
     var skipped = [r.skippedBusy ? r.skippedBusy + ' busy' : '', r.skippedElsewhere ? r.skippedElsewhere + ' elsewhere' : '']
       .filter(Boolean).join(', ');
     span.textContent = clock(r.tick) + ' ' + r.outcome + (r.error ? ' ' + r.error : '') + (r.appId ? ' on ' + r.appId : '') +
-      (skipped ? ' (skipped: ' + skipped + ')' : '');
+      (skipped ? ' (skipped: ' + skipped + ')' : '') + (r.manual ? ' (run now by ' + r.actor + ': ' + r.reason + ')' : '');
     span.setAttribute('data-outcome', r.outcome);
     return span;
   }
@@ -101,8 +102,19 @@ export const CONSOLE_SCRIPT = String.raw`
       j.lastRuns.forEach(function (r) { runs.appendChild(runNode(r)); });
       return row([j.job, j.schedule, clock(j.nextTick),
         j.lastSucceededAgeSeconds === null ? { text: 'never', cls: 'outcome-failed' } : seconds(j.lastSucceededAgeSeconds * 1000) + ' ago',
-        { node: runs }], { 'data-job': j.job });
-    }), 'No scheduled job has run yet.', 5);
+        { node: runs }, j.paused ? { text: 'paused by ' + j.paused.actor + ': ' + j.paused.reason, cls: 'outcome-failed' } : '',
+        { node: controlButtons(j) }], { 'data-job': j.job, 'data-paused': j.paused ? 'true' : 'false' });
+    }), 'No scheduled job has run yet.', 7);
+  }
+  function controlButtons(j) {
+    var span = document.createElement('span');
+    [[j.paused ? 'resume' : 'pause', j.paused ? 'Resume\u2026' : 'Pause\u2026'], ['run', 'Run now\u2026']].forEach(function (b) {
+      var button = document.createElement('button');
+      button.type = 'button'; button.textContent = b[1];
+      button.setAttribute('data-control', b[0]); button.setAttribute('data-control-job', j.job);
+      span.appendChild(button);
+    });
+    return span;
   }
   function renderLog(log) {
     fill('log-body', log.map(function (e) {
@@ -188,6 +200,31 @@ export const CONSOLE_SCRIPT = String.raw`
   byId('permits-body').addEventListener('click', function (event) {
     var tr = event.target.closest('tr[data-name]');
     if (tr) byId('permits-name').value = tr.getAttribute('data-name');
+  });
+  // Job controls: a job's button opens the form (outside the table, which every poll redraws) for the actor and reason.
+  byId('jobs-body').addEventListener('click', function (event) {
+    var button = event.target.closest('button[data-control]');
+    if (!button) return;
+    byId('job-control-action').textContent = button.getAttribute('data-control');
+    byId('job-control-job').textContent = button.getAttribute('data-control-job');
+    byId('job-control-form').hidden = false;
+    byId('job-control-actor').focus();
+  });
+  byId('job-control-cancel').addEventListener('click', function () { byId('job-control-form').hidden = true; });
+  byId('job-control-form').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var action = byId('job-control-action').textContent;
+    var job = byId('job-control-job').textContent;
+    var actor = byId('job-control-actor').value.trim();
+    var reason = byId('job-control-reason').value.trim();
+    // Checked here too, so that an incomplete form sends nothing; the server checks both again.
+    if (!actor || !reason) { say('job-control-status', 'actor and reason are required: say who acts and why', false); return; }
+    post('/api/jobs/' + encodeURIComponent(job) + '/' + action, { actor: actor, reason: reason }).then(function (r) {
+      if (r.status !== 200) { say('job-control-status', 'refused: ' + r.json.message, false); return; }
+      byId('job-control-form').hidden = true;
+      byId('job-control-reason').value = '';
+      say('job-control-status', job + ': ' + action + (r.json.changed ? '' : ' (nothing changed)') + ' by ' + r.json.actor + ': ' + r.json.reason, true);
+    }, function (e) { say('job-control-status', 'failed: ' + e.message, false); });
   });
   document.querySelectorAll('button[data-job]').forEach(function (button) {
     button.addEventListener('click', function () {

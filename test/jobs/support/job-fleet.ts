@@ -69,6 +69,17 @@ export async function hitsOf(db: TestDatabase, job: string): Promise<Hit[]> {
   return rows.map((row) => ({ job: row.job, appId: row.app_id, phase: row.phase, localMs: Number(row.local_ms), dbMs: Number(row.db_ms) }));
 }
 
+/** The most runs going at once, from their start and end hits (database clock). */
+export function mostAtOnce(hits: readonly Hit[]): number {
+  let running = 0;
+  let most = 0;
+  for (const hit of hits) {
+    running += hit.phase === 'start' ? 1 : -1;
+    most = Math.max(most, running);
+  }
+  return most;
+}
+
 /** The database's clock, in epoch ms. */
 export async function dbNowMs(db: TestDatabase, dialect: TestDialect): Promise<number> {
   const [row] = await db.query<{ ms: string }>(
