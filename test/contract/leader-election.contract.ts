@@ -137,6 +137,9 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
       let runs = 0;
       const shortWork = (app: string) => async (signal: AbortSignal, term: LeaderTerm) => {
         reports.push({ app, event: 'start', token: term.token });
+        // The other candidate is in the queue before the work ends (on a loaded machine its campaign, or its rejoin
+        // after its own term, can take longer than the work): the promise is about the order of those who wait.
+        await until(async () => signal.aborted || (await one.app.get(LockAdminService).listWaiters({ name: `leader:${role()}` })).length === 1);
         await new Promise((resolve) => setTimeout(resolve, 50));
         reports.push({ app, event: 'stop', token: term.token, reason: signal.aborted ? 'told' : 'returned' });
         if (++runs % 2 === 0) throw new Error('the work failed');
