@@ -24,4 +24,5 @@ export type { LockTablesOptions } from './lock-tables-options.interface.js';
 export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 export type { LockJobOutcome, LockJobRuns, LockJobRun, LockJobInfo, LockJobRunQuery } from './lock-job.interface.js';
 export type { ScheduledTickOptions, ScheduledTickCron, ScheduledTickInterval } from './scheduled-tick-options.interface.js';
+export type { LockLeaderInfo, LockRoleLeader, LockRoleCandidate, LockLeaderFilter } from './lock-leaders.interface.js';
 export type { LeaderOptions, LeaderTerm, LeadershipChange, LeadershipChangeReason, LeaderWork } from './leader.interface.js';
