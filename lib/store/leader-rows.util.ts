@@ -3,7 +3,7 @@ import type { LockLeaderInfo, LockRoleCandidate } from '../interfaces/index.js';
 /**
  * A row of `SELECT_LEADERS` (both dialects): one per role and candidate waiting for it (one with null candidate
  * columns when none waits), ordered by role, then by the candidates' waiting order. The term columns are null for a
- * role never won; `leading` is true while the term's grant is live. @internal
+ * role never won; `term_live` is true while the term's grant is live. @internal
  */
 export interface LeaderRow {
   readonly role: string;
@@ -14,7 +14,7 @@ export interface LeaderRow {
   /** A `Date` (PostgreSQL) or an ISO 8601 string in UTC (MySQL/MariaDB). */
   readonly elected: Date | string | null;
   /** true/false (PostgreSQL), 1/0 (MySQL/MariaDB). */
-  readonly leading: boolean | number | string | null;
+  readonly term_live: boolean | number | string | null;
   readonly lease_left_ms: number | string | null;
   readonly candidate: string | null;
   readonly candidate_app_id: string | null;
@@ -27,7 +27,7 @@ export function toLeaderInfos(rows: readonly LeaderRow[]): LockLeaderInfo[] {
   for (const row of rows) {
     let entry = roles.get(row.role);
     if (entry === undefined) {
-      const leading = row.leading === true || Number(row.leading) === 1;
+      const leading = row.term_live === true || Number(row.term_live) === 1;
       const candidates: LockRoleCandidate[] = [];
       const info: LockLeaderInfo = {
         role: row.role,

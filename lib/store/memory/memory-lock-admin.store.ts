@@ -142,7 +142,7 @@ export class MemoryLockAdminStore extends LockAdminStore {
           app_id: term?.appId ?? null,
           instance: term?.instance ?? null,
           elected: term === undefined ? null : new Date(term.elected),
-          leading: live,
+          term_live: live,
           lease_left_ms: live ? grant!.leaseExpires - now : null,
         };
         const candidates = waiting.filter((row) => row.name === lockOf(name)).sort((a, b) => a.seq - b.seq);

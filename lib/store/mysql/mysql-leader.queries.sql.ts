@@ -43,7 +43,7 @@ const ROLE_AT = LEADER_LOCK_PREFIX.length + 1;
  * winner's grant holds the role's lock with a lease not over (database clock); the candidates in `seq` order.
  */
 export const SELECT_LEADERS = `SELECT r.role, t.term, t.stamp, t.app_id, t.instance, ${isoOf('t.elected')} AS elected,
-       l.stamp IS NOT NULL AS leading,
+       l.stamp IS NOT NULL AS term_live,
        TIMESTAMPDIFF(MICROSECOND, ${NOW}, l.lease_expires) / 1000 AS lease_left_ms,
        w.waiter AS candidate, w.app_id AS candidate_app_id,
        TIMESTAMPDIFF(MICROSECOND, w.registered, ${NOW}) / 1000 AS waiting_for_ms

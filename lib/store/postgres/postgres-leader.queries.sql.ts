@@ -43,7 +43,7 @@ export const SELECT_LEADERS = `WITH roles AS (
      AND ($1::varchar IS NULL OR lock_name = ${PREFIX} || $1::varchar)
 )
 SELECT r.role, t.term::text AS term, t.stamp::text AS stamp, t.app_id, t.instance, t.elected,
-       l.stamp IS NOT NULL AS leading,
+       l.stamp IS NOT NULL AS term_live,
        (extract(epoch FROM l.lease_expires - clock_timestamp()) * 1000)::float8 AS lease_left_ms,
        w.waiter AS candidate, w.app_id AS candidate_app_id,
        (extract(epoch FROM clock_timestamp() - w.registered) * 1000)::float8 AS waiting_for_ms
