@@ -18,6 +18,8 @@ export class LockLeaderMetrics {
   private readonly isLeader: ObservableGauge;
   private readonly term: ObservableGauge;
   private readonly attributes = new Map<string, Attributes>();
+  /** Every role reported so far: one no longer stood for (resigned) reports 0, not its last value. */
+  private readonly reported = new Set<string>();
   private stop?: () => void;
 
   constructor(
@@ -52,10 +54,10 @@ export class LockLeaderMetrics {
   observe(states: LeaderStates): void {
     this.stop?.();
     const leading = (result: ObservableResult): void => {
-      for (const { role, term } of states()) result.observe(term === undefined ? 0 : 1, this.of(role));
+      for (const [role, term] of this.read(states)) result.observe(term === undefined ? 0 : 1, this.of(role));
     };
     const token = (result: ObservableResult): void => {
-      for (const { role, term } of states()) result.observe(term?.token ?? 0, this.of(role));
+      for (const [role, term] of this.read(states)) result.observe(term?.token ?? 0, this.of(role));
     };
     this.isLeader.addCallback(leading);
     this.term.addCallback(token);
@@ -69,6 +71,15 @@ export class LockLeaderMetrics {
   close(): void {
     this.stop?.();
     this.stop = undefined;
+  }
+
+  /** The roles of `states` now, and those reported before that it no longer has (not leading). */
+  private read(states: LeaderStates): Map<string, LeaderTerm | undefined> {
+    const now = new Map<string, LeaderTerm | undefined>();
+    for (const { role, term } of states()) now.set(role, term);
+    for (const role of this.reported) if (!now.has(role)) now.set(role, undefined);
+    for (const role of now.keys()) this.reported.add(role);
+    return now;
   }
 
   /** The attributes of `role` (and `reason`), made once. */
