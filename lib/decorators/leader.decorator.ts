@@ -1,5 +1,6 @@
 import type { LeaderOptions } from '../interfaces/index.js';
 import { assertLeaderRole, resolveLeaderOptions, type ResolvedLeaderOptions } from '../leader/leader-role.util.js';
+import { methodDeclarations } from './method-declarations.util.js';
 
 /** A `@Leader` declaration. @internal */
 export interface LeaderDeclaration {
@@ -8,7 +9,7 @@ export interface LeaderDeclaration {
 }
 
 /** Each `@Leader` declaration, by the prototype and key it decorated. */
-const declarations = new WeakMap<object, Map<string | symbol, LeaderDeclaration>>();
+const declarations = methodDeclarations<LeaderDeclaration>();
 
 /**
  * Makes a provider's method the work of the leader of `role`: every replica of the application stands as a candidate
@@ -33,17 +34,10 @@ const declarations = new WeakMap<object, Map<string | symbol, LeaderDeclaration>
 export function Leader(role: string, options?: LeaderOptions): MethodDecorator {
   assertLeaderRole(role);
   const declaration: LeaderDeclaration = { role, options: resolveLeaderOptions(options) };
-  return (prototype, key) => {
-    let keys = declarations.get(prototype);
-    if (keys === undefined) declarations.set(prototype, (keys = new Map()));
-    keys.set(key, declaration);
-  };
+  return (prototype, key) => declarations.record(prototype, key, declaration);
 }
 
 /** The `@Leader` declaration of `prototype[key]` (or of the first prototype of its chain that defines `key`). @internal */
 export function leaderOf(prototype: object, key: string | symbol): LeaderDeclaration | undefined {
-  for (let current: object | null = prototype; current !== null; current = Object.getPrototypeOf(current) as object | null) {
-    if (Object.prototype.hasOwnProperty.call(current, key)) return declarations.get(current)?.get(key);
-  }
-  return undefined;
+  return declarations.of(prototype, key);
 }

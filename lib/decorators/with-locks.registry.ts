@@ -1,13 +1,12 @@
 import type { WithLocksDeclaration } from '../utils/resolve-with-locks-options.util.js';
+import { methodDeclarations } from './method-declarations.util.js';
 
 /** Each `@WithLocks` declaration, by the prototype and key it decorated, recorded when the class is defined. */
-const declarations = new WeakMap<object, Map<string | symbol, WithLocksDeclaration>>();
+const declarations = methodDeclarations<WithLocksDeclaration>();
 
 /** Records that `@WithLocks` decorated `prototype[key]`. @internal */
 export function recordWithLocks(prototype: object, key: string | symbol, lock: WithLocksDeclaration): void {
-  let keys = declarations.get(prototype);
-  if (keys === undefined) declarations.set(prototype, (keys = new Map()));
-  keys.set(key, lock);
+  declarations.record(prototype, key, lock);
 }
 
 /**
@@ -17,8 +16,5 @@ export function recordWithLocks(prototype: object, key: string | symbol, lock: W
  * @internal
  */
 export function withLocksOf(prototype: object, key: string | symbol): WithLocksDeclaration | undefined {
-  for (let current: object | null = prototype; current !== null; current = Object.getPrototypeOf(current) as object | null) {
-    if (Object.prototype.hasOwnProperty.call(current, key)) return declarations.get(current)?.get(key);
-  }
-  return undefined;
+  return declarations.of(prototype, key);
 }

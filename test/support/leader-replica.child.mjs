@@ -3,15 +3,15 @@
 // its signal fires, then finishes for FINISH_MS (still leading the role) and returns. It reports on stdout as JSON
 // lines, each with `t` (the machine's monotonic clock, in ms): `ready` once the application has started,
 // `start` (the term's token) when it is elected, `stop` (the signal's reason) at the instant its signal fires,
-// `finished` when the method returns, `beat` every HEARTBEAT_MS while it leads, `resigned` after a `resign` line on stdin (it then stands again at the back of
-// the queue), and `log` for every warning and error the application logs. The spec sends SIGTERM or SIGKILL.
+// `finished` when the method returns, `beat` every HEARTBEAT_MS while it leads (it believes it does at that instant),
+// `resigned` after a `resign` line on stdin (it then stands again at the back of the queue), and `log` for every
+// warning and error the application logs. The spec sends SIGTERM, SIGKILL, SIGSTOP and SIGCONT.
 import 'reflect-metadata';
 import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childDatabaseModule, lockDialect } from './child-database.mjs';
+import { childLockImports, reportingLogger } from './child-app.mjs';
 
 const { Leader, LeaderService, LockModule } = await import(new URL('../../dist/index.js', import.meta.url).href);
 
@@ -47,32 +47,18 @@ Leader(role, { rejoinDelayMs: 0 })(Replica.prototype, 'lead', lead);
 
 class ReplicaModule {}
 Module({
-  imports: [
-    childDatabaseModule(),
-    ScheduleModule.forRoot(),
-    LockModule.forRoot({
-      ...lockDialect,
-      appId: env.APP_ID ?? 'replica',
-      leaseMs: Number(env.LEASE_MS ?? 3000),
-      reaperIntervalMs: Number(env.REAPER_MS ?? 1000),
-      // Far longer than any hand-over the spec allows: a candidate is woken by the database, not by its re-check.
-      waitRecheckMs: 60_000,
-      shutdownGraceMs: 10_000,
-    }),
-  ],
+  imports: childLockImports(LockModule, {
+    appId: env.APP_ID ?? 'replica',
+    leaseMs: Number(env.LEASE_MS ?? 3000),
+    reaperIntervalMs: Number(env.REAPER_MS ?? 1000),
+    // Far longer than any hand-over the spec allows: a candidate is woken by the database, not by its re-check.
+    waitRecheckMs: 60_000,
+    shutdownGraceMs: 10_000,
+  }),
   providers: [Replica],
 })(ReplicaModule);
 
-const logger = {
-  log() {},
-  debug() {},
-  verbose() {},
-  /** @param {unknown} message */
-  warn: (message) => report({ event: 'log', level: 'warn', message: String(message) }),
-  /** @param {unknown} message */
-  error: (message) => report({ event: 'log', level: 'error', message: String(message) }),
-};
-const app = await NestFactory.createApplicationContext(ReplicaModule, { logger });
+const app = await NestFactory.createApplicationContext(ReplicaModule, { logger: reportingLogger(report) });
 app.enableShutdownHooks();
 const leaders = app.get(LeaderService);
 const replica = app.get(Replica);
