@@ -19,6 +19,7 @@ import {
   LockAdminService,
   type LockGrant,
   type LockJobInfo,
+  type LockLeaderInfo,
   type LockLogEntry,
   LockService,
   type LockWaiterInfo,
@@ -54,6 +55,15 @@ export class ConsoleApiController {
   @Get('jobs')
   jobs(): Promise<LockJobInfo[]> {
     return this.console.jobs();
+  }
+
+  /**
+   * Every leader-election role of the fleet (`loan-book-report` here): its leader (app id, instance), since when, its
+   * term (fencing token), and the candidates waiting, in the order they will be elected.
+   */
+  @Get('leaders')
+  leaders(): Promise<LockLeaderInfo[]> {
+    return this.console.leaders();
   }
 
   /** Every caller waiting for a group now (`tryLocks` with `waitMs`), across all instances, in waiting order. */
