@@ -1,12 +1,4 @@
-import { createLockApp } from '../support/lock-app.js';
-import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import { describeLeaderAdminContract } from './leader-admin.contract.js';
+import { SQL_ENGINE_TARGETS } from './sql-engine.targets.js';
 
-describeLeaderAdminContract({
-  name: 'MariaDB',
-  describe: describeOnMysql,
-  async open() {
-    const db = await createMysqlTestDatabase();
-    return { start: (options) => createLockApp(db.url, options), drop: () => db.drop() };
-  },
-});
+describeLeaderAdminContract(SQL_ENGINE_TARGETS[1]!);

@@ -1,12 +1,4 @@
-import { createLockApp } from '../support/lock-app.js';
-import { createTestDatabase } from '../support/test-database.js';
 import { describeLeaderAdminContract } from './leader-admin.contract.js';
+import { SQL_ENGINE_TARGETS } from './sql-engine.targets.js';
 
-describeLeaderAdminContract({
-  name: 'PostgreSQL',
-  describe,
-  async open() {
-    const db = await createTestDatabase();
-    return { start: (options) => createLockApp(db.url, options), drop: () => db.drop() };
-  },
-});
+describeLeaderAdminContract(SQL_ENGINE_TARGETS[0]!);
