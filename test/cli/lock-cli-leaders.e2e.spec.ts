@@ -82,6 +82,22 @@ for (const dialect of DIALECTS) dialect.describe(`nestjs-db-locks leaders on ${d
     expect((await runCli(['leaders', '--role', 'nobody'], env)).stdout).toBe('No role nobody.\n');
   });
 
+  it('no longer shows a leader whose lease is over by the database clock, before any reaper has freed its grant', async () => {
+    // No reaper runs during the test; the lease is long, so the leader does not renew it meanwhile.
+    const frozen = await createLockApp(db.url, { appId: 'frozen', leaseMs: 60_000, reaperIntervalMs: 600_000 });
+    apps.push(frozen);
+    const leaders = frozen.app.get(LeaderService);
+    leaders.campaign('frozen-role', leadUntilTold);
+    await until(() => leaders.isLeader('frozen-role'));
+    const [before] = await json('--role', 'frozen-role');
+    expect(before!.leader).toMatchObject({ appId: 'frozen', term: 1 });
+    // What the database sees of a leader that stopped renewing (its process froze): the lease ended, the rows stay.
+    const past = dialect.name === 'PostgreSQL' ? "now() - interval '1 second'" : 'UTC_TIMESTAMP(6) - INTERVAL 1 SECOND';
+    await db.query(`UPDATE locking_log SET lease_expires = ${past} WHERE stamp = ${before!.leader!.stamp}`);
+    const [after] = await json('--role', 'frozen-role');
+    expect(after).toEqual({ role: 'frozen-role', leader: null, term: 1, candidates: [] });
+  });
+
   it('refuses a bad role with exit code 2, before connecting', async () => {
     const run = await runCli(['leaders', '--role', 'ends with a space '], { DATABASE_URL: db.url.replace(/@[^/]+\//, '@127.0.0.1:1/') });
     expect(run.code).toBe(2);
