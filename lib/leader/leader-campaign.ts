@@ -126,6 +126,8 @@ export class LeaderCampaign {
         const served = await this.context.calls.starts(this.stand());
         pause = served === undefined ? jittered(RETRY_MS) : await this.serve(served);
       } catch (error) {
+        // The application is closing (its waits end before this service hears of it): the candidacy ends quietly.
+        if (error instanceof LockShutdownError) this.shutdown();
         if (this.stop.signal.aborted) break;
         pause = jittered(RETRY_MS);
         this.context.logger.warn(`Role ${this.role}: could not stand as a candidate (again in ${Math.round(pause)} ms): ${(error as Error).message}`);

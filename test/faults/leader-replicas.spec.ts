@@ -135,5 +135,7 @@ for (const dialect of DIALECTS) dialect.describe(`leader election across replica
     expect(starts.length).toBe(1 + RESIGN_ROUNDS + 5 + 3);
     starts.forEach((start, i) => i > 0 && expect(start.token).toBe(starts[i - 1]!.token + 1));
     expect(fleet.events.filter((e) => e.event === 'log' && e.level === 'error')).toEqual([]);
+    // Nor did a replica that shut down warn about its candidacy or its work.
+    expect(fleet.events.filter((e) => e.event === 'log' && /could not stand|still runs|refused/.test(e.message ?? ''))).toEqual([]);
   });
 });
