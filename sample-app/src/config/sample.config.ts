@@ -74,7 +74,7 @@ function intFromEnv(env: NodeJS.ProcessEnv, key: string, fallback: number): numb
  * The configuration of one instance from its environment: `APP_ID` (default `sample-1`), `SAMPLE_JOBS=off` to stop
  * the scheduled jobs and traffic, and the durations as `WS1_REBUILD_MS`, `WS2_REBUILD_MS`, `WS1_READ_HOLD_MS`,
  * `REPAYMENT_MS`, `TRANSFER_MS`, `DEFAULT_READ_PERMITS`, `PERMITS_REFRESH_MS`, `LEASE_MS`, `REAPER_INTERVAL_MS`,
- * `MAX_HOLD_MS`, `LOAN_BOOK_REPORT_MS` (0: no candidacy for the leader role).
+ * `MAX_HOLD_MS`, `LOAN_BOOK_REPORT_MS` (0: no candidacy for the leader role; 0 by default with `SAMPLE_JOBS=off`).
  */
 export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string): SampleConfig {
   const d = DEFAULT_SAMPLE_CONFIG;
@@ -93,7 +93,8 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string)
     reaperIntervalMs: intFromEnv(env, 'REAPER_INTERVAL_MS', d.reaperIntervalMs),
     maxHoldMs: intFromEnv(env, 'MAX_HOLD_MS', d.maxHoldMs),
     consolePollMs: d.consolePollMs,
-    loanBookReportMs: intFromEnv(env, 'LOAN_BOOK_REPORT_MS', d.loanBookReportMs),
+    // SAMPLE_JOBS=off stops the leader role's work too, unless LOAN_BOOK_REPORT_MS asks for it.
+    loanBookReportMs: intFromEnv(env, 'LOAN_BOOK_REPORT_MS', env.SAMPLE_JOBS === 'off' ? 0 : d.loanBookReportMs),
   };
 }
 
