@@ -1,8 +1,8 @@
 import { LeaderService } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
-import { type InMemorySdk, registerInMemorySdk, total } from '../support/otel-sdk.js';
-import type { TestDatabase } from '../support/test-database.js';
+import { createLockApp } from '../support/lock-app.js';
+import { total } from '../support/otel-sdk.js';
+import { useMeteredFleet } from '../support/metered-fleet.js';
 import { until } from '../support/until.js';
 
 const M = (name: string) => `nestjs_db_locks.leader.${name}`;
@@ -16,26 +16,15 @@ const leadUntilTold = (signal: AbortSignal) => new Promise<void>((resolve) => si
  * shutdown.
  */
 for (const dialect of DIALECTS) dialect.describe(`leader election's metrics on ${dialect.name}`, () => {
-  let db: TestDatabase;
-  let sdk: InMemorySdk;
-  const apps: LockApp[] = [];
-
-  beforeAll(async () => {
-    sdk = registerInMemorySdk();
-    db = await dialect.createDatabase();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await db.drop();
-    await sdk.shutdown();
-  });
+  const fleet = useMeteredFleet(dialect);
+  const { apps } = fleet;
 
   it('shows one replica leading, its term, and counts elections and ended terms through hand-overs', async () => {
-    for (const appId of ['metered-a', 'metered-b']) apps.push(await createLockApp(db.url, { appId }));
+    for (const appId of ['metered-a', 'metered-b']) apps.push(await createLockApp(fleet.db.url, { appId }));
     const [a, b] = apps.map((app) => app.app.get(LeaderService)) as [LeaderService, LeaderService];
     const role = 'metered-role';
     const read = async (name: string, appId: string, extra: Record<string, string> = {}) =>
-      total(await sdk.collect(), M(name), { role, 'app.id': appId, ...extra });
+      total(await fleet.sdk.collect(), M(name), { role, 'app.id': appId, ...extra });
 
     a.campaign(role, leadUntilTold);
     await until(() => a.isLeader(role));
