@@ -66,6 +66,10 @@ export type {
   LeadershipChange,
   LeadershipChangeReason,
   LeaderWork,
+  LockLeaderInfo,
+  LockRoleLeader,
+  LockRoleCandidate,
+  LockLeaderFilter,
 } from './interfaces/index.js';
 export {
   LOCK_ENTITIES,

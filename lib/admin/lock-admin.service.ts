@@ -13,6 +13,8 @@ import type {
   LockJobInfo,
   LockJobRun,
   LockJobRunQuery,
+  LockLeaderFilter,
+  LockLeaderInfo,
   LockLogEntry,
   LockLogQuery,
   LockMode,
@@ -20,6 +22,7 @@ import type {
   LockSchemaStatus,
   LockWaiterInfo,
 } from '../interfaces/index.js';
+import { assertLeaderRole } from '../leader/leader-role.util.js';
 import { lockMigrations } from '../migrations/lock-migrations.factory.js';
 import type { JobRunStore } from '../store/job-runs.store.js';
 import type { LockAdminStore } from '../store/lock-admin.store.js';
@@ -234,6 +237,23 @@ export class LockAdminService {
     if (!result.found) throw new JobNotFoundError(job);
     const at = new Date(result.at);
     return { job, action, actor, reason, at, changed: result.changed, tick: action === 'run' ? at : null };
+  }
+
+  /**
+   * Leader election across the fleet, as the database records it: every role (won at least once, or with candidates
+   * waiting), sorted by name, with the replica that leads it now (app id, instance, since when, its term's fencing
+   * token), the role's latest term, and the candidates waiting for it in the order they will be elected. One
+   * statement: every replica, and the command line, sees the same.
+   * @param filter `role`: only that role.
+   * @throws InvalidLockArgumentError for an invalid role, before any database call.
+   */
+  getLeaders(filter: LockLeaderFilter = {}): Promise<LockLeaderInfo[]> {
+    if (filter === null || typeof filter !== 'object') {
+      throw new InvalidLockArgumentError('filter', filter, 'an object { role? }');
+    }
+    const { role } = filter;
+    if (role !== undefined) assertLeaderRole(role);
+    return this.store.listLeaders(role);
   }
 
   private jobStore(): JobRunStore {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerJobsCommand } from './commands/jobs.command.js';
+import { registerLeadersCommand } from './commands/leaders.command.js';
 import { registerLogCommand } from './commands/log.command.js';
 import { registerMigrateCommand } from './commands/migrate.command.js';
 import { registerPermitsCommand } from './commands/permits.command.js';
@@ -53,6 +54,7 @@ export function buildProgram(context: CliContext): Command {
   registerMigrateCommand(program, context);
   registerLogCommand(program, context);
   registerJobsCommand(program, context);
+  registerLeadersCommand(program, context);
   return program;
 }
 

@@ -39,4 +39,5 @@ export type {
   LockTransactionRunnerToken,
   LockTransactionRunOptions,
 } from './lock-transaction-runner.interface.js';
+export type { LockLeaderInfo, LockRoleLeader, LockRoleCandidate, LockLeaderFilter } from './lock-leaders.interface.js';
 export type { LeaderOptions, LeaderTerm, LeadershipChange, LeadershipChangeReason, LeaderWork } from './leader.interface.js';

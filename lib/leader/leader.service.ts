@@ -14,6 +14,7 @@ import { LeaderTermStore } from '../store/leader-terms.store.js';
 import { LockLeases } from '../services/lock-leases.service.js';
 import { LockService } from '../services/lock.service.js';
 import { LockedCallsTracker } from '../services/locked-calls.tracker.js';
+import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { bounded, NEVER } from '../utils/wait-timing.util.js';
 import { LeaderCampaign } from './leader-campaign.js';
@@ -47,6 +48,7 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
     private readonly calls: LockedCallsTracker,
     @Inject(LeaderTermStore) private readonly terms: LeaderTermStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly telemetry: LockTelemetry,
   ) {}
 
   /**
@@ -86,7 +88,10 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
       instance: this.options.instance,
       shutdownGraceMs: this.options.shutdownGraceMs,
       logger: this.logger,
-      changed: (change) => this.changes$.next(change),
+      changed: (change) => {
+        this.telemetry.leadershipChanged(change);
+        this.changes$.next(change);
+      },
     });
     this.campaigns.set(role, campaign);
     if (this.started) campaign.start();
@@ -148,6 +153,7 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
   /** Starts the candidacies declared so far. @internal */
   onApplicationBootstrap(): void {
     this.started = true;
+    this.telemetry.observeLeaders(() => [...this.campaigns].map(([role, campaign]) => ({ role, term: campaign.leading() })));
     for (const campaign of this.campaigns.values()) campaign.start();
   }
 

@@ -1,6 +1,7 @@
 import type {
   LockGrant,
   LockGrantFilter,
+  LockLeaderInfo,
   LockLogEntry,
   LockLogQuery,
   LockPermitsEntry,
@@ -42,6 +43,8 @@ export abstract class LockAdminStore {
   abstract savePermits(name: string, mode: 'read' | 'write', permits: number | null): Promise<void>;
   /** Frees the live grant `stamp` of any app, recording `actor` and `reason`; undefined when none is live. */
   abstract forceRelease(stamp: number, actor: string, reason: string): Promise<ForcedGrant | undefined>;
+  /** Every role of leader election (or `role` only): its leader now, its latest term and its candidates in order. */
+  abstract listLeaders(role?: string): Promise<LockLeaderInfo[]>;
   /** The migrations recorded in the DataSource's migrations table, and whether the lock tables exist. */
   abstract schemaRows(): Promise<SchemaRows>;
 }

@@ -1,4 +1,5 @@
-import type { LockRequest } from '../interfaces/index.js';
+import type { LeadershipChange, LockRequest } from '../interfaces/index.js';
+import type { LeaderStates } from './lock-leader-metrics.js';
 import type { JobSuccessAges, JobTickOutcome } from './lock-job-metrics.js';
 
 /** What one `tryLocks` call reports when it has ended. @internal */
@@ -85,4 +86,10 @@ export class LockTelemetry {
 
   /** Starts reporting the age of each job's last successful run from `ages`. */
   observeJobs(_ages: JobSuccessAges): void {}
+
+  /** This replica began or stopped leading a role (`LeaderService.changes`). */
+  leadershipChanged(_change: LeadershipChange): void {}
+
+  /** Starts reporting, per role this replica stands for, whether it leads and its term, from `states`. */
+  observeLeaders(_states: LeaderStates): void {}
 }

@@ -2,7 +2,8 @@ import { Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { Span } from '@opentelemetry/api';
 import { performance } from 'node:perf_hooks';
 import { LockError } from '../errors/index.js';
-import type { LockRequest } from '../interfaces/index.js';
+import type { LeadershipChange, LockRequest } from '../interfaces/index.js';
+import { type LeaderStates, LockLeaderMetrics } from './lock-leader-metrics.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { LockMetrics } from './lock-metrics.service.js';
 import { type JobSuccessAges, type JobTickOutcome, LockJobMetrics } from './lock-job-metrics.js';
@@ -101,6 +102,8 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
   readonly tracing: LockTracing;
   /** @internal */
   readonly jobs: LockJobMetrics;
+  /** @internal */
+  readonly leaders: LockLeaderMetrics;
 
   constructor(api: OtelApi, options: ResolvedLockOptions) {
     super();
@@ -108,6 +111,7 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
     this.metrics = new LockMetrics(api.metrics.getMeter(INSTRUMENTATION_SCOPE), appId, telemetry.lockNameAttribute);
     this.tracing = new LockTracing(api, appId);
     this.jobs = new LockJobMetrics(api.metrics.getMeter(INSTRUMENTATION_SCOPE), appId);
+    this.leaders = new LockLeaderMetrics(api.metrics.getMeter(INSTRUMENTATION_SCOPE), appId);
   }
 
   override get enabled(): boolean {
@@ -175,9 +179,22 @@ export class OtelLockTelemetry extends LockTelemetry implements OnModuleDestroy 
     this.jobs.observe(ages);
   }
 
+  override leadershipChanged(change: LeadershipChange): void {
+    try {
+      this.leaders.changed(change);
+    } catch (failure) {
+      telemetryFailed(failure);
+    }
+  }
+
+  override observeLeaders(states: LeaderStates): void {
+    this.leaders.observe(states);
+  }
+
   /** @internal */
   onModuleDestroy(): void {
     this.metrics.close();
     this.jobs.close();
+    this.leaders.close();
   }
 }

@@ -9,6 +9,7 @@ import { ConsoleModule } from './console/console.module.js';
 import { sampleDatabaseTarget, sampleDataSourceOptions } from './database/sample-dialect.js';
 import { SAMPLE_MIGRATIONS } from './database/sample.migrations.js';
 import { HealthModule } from './health/health.module.js';
+import { LoanBookModule } from './loans/loan-book.module.js';
 import { LoansModule } from './loans/loans.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { Ws1Module } from './ws1/ws1.module.js';
@@ -27,7 +28,8 @@ export function lockOptionsOf(config: SampleConfig): LockModuleOptions {
 }
 
 /**
- * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002), the lock console and `/health`, on one
+ * One instance of the sample: WS1 and WS2 (seed 000), the loans (seed 002) and their leader role (the loan book
+ * report), the lock console and `/health`, on one
  * shared PostgreSQL, MySQL or MariaDB database (the scheme of `databaseUrl` picks it). Wired the way a user wires the
  * library: the application owns TypeORM and the scheduler, `LockModule` borrows both (told the dialect, which picks
  * the lock entities it registers).
@@ -60,6 +62,8 @@ export class AppModule {
         Ws1Module,
         Ws2Module,
         LoansModule,
+        // The leader role: every instance stands for it, one leads (off with LOAN_BOOK_REPORT_MS=0).
+        ...(config.loanBookReportMs > 0 ? [LoanBookModule] : []),
         ConsoleModule,
         MetricsModule,
         HealthModule,

@@ -2,10 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { LockAdminService, WithLocks } from 'nestjs-db-locks';
 import { Cron, SchedulerRegistry } from '@nestjs/schedule';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLockApp, type LockApp } from '../support/lock-app.js';
-import { type InMemorySdk, registerInMemorySdk, total } from '../support/otel-sdk.js';
+import { createLockApp } from '../support/lock-app.js';
+import { total } from '../support/otel-sdk.js';
+import { useMeteredFleet } from '../support/metered-fleet.js';
 import { DIALECTS } from '../support/dialects.js';
-import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 const M = (name: string) => `nestjs_db_locks.${name}`;
@@ -24,30 +24,19 @@ class MeteredJobs {
 }
 
 for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on ${dialect.name}`, () => {
-  let db: TestDatabase;
-  let sdk: InMemorySdk;
-  const apps: LockApp[] = [];
-
-  beforeAll(async () => {
-    sdk = registerInMemorySdk();
-    db = await dialect.createDatabase();
-  });
-  afterAll(async () => {
-    await Promise.all(apps.map((app) => app.close()));
-    await db.drop();
-    await sdk.shutdown();
-  });
+  const fleet = useMeteredFleet(dialect);
+  const { apps } = fleet;
 
   it('counts ticks by job and outcome on each replica, and reports the age of each job last success', async () => {
     // Two replicas: each tick runs on one, the other counts it skipped (already run elsewhere). A job is named by its
     // schedule's name when it has one.
-    for (const appId of ['metered-a', 'metered-b']) apps.push(await createLockApp(db.url, { appId, reaperIntervalMs: 300 }, 4, [MeteredJobs]));
+    for (const appId of ['metered-a', 'metered-b']) apps.push(await createLockApp(fleet.db.url, { appId, reaperIntervalMs: 300 }, 4, [MeteredJobs]));
     const runs = (outcome: string, job = 'metered-report') =>
-      sdk.collect().then((collected) => total(collected, M('job.runs'), { job, outcome }));
+      fleet.sdk.collect().then((collected) => total(collected, M('job.runs'), { job, outcome }));
     // The replica that comes second finds the locks busy (the run under way) or the tick claimed (run elsewhere).
     const skipped = async () => (await runs('skipped-busy')) + (await runs('skipped-elsewhere'));
     await until(async () => (await runs('succeeded')) >= 3 && (await skipped()) >= 3, 15_000);
-    const collected = await sdk.collect();
+    const collected = await fleet.sdk.collect();
     expect(total(collected, M('job.runs'), { job: 'MeteredJobs.failing', outcome: 'failed' })).toBeGreaterThanOrEqual(3);
     expect(total(collected, M('job.runs'), { job: 'MeteredJobs.failing', outcome: 'succeeded' })).toBe(0);
     // The gauge: seconds since the last success anywhere in the fleet (never for the failing job: no point at all).
@@ -60,17 +49,17 @@ for (const dialect of DIALECTS) dialect.describe(`metrics of scheduled jobs on $
     await Promise.all(apps.splice(1).map((app) => app.close()));
     await apps[0]!.app.get(SchedulerRegistry).getCronJob('metered-report').stop();
     await sleep(1500);
-    const after = total(await sdk.collect(), M('job.last_success.age'), { job: 'metered-report', 'app.id': 'metered-a' });
+    const after = total(await fleet.sdk.collect(), M('job.last_success.age'), { job: 'metered-report', 'app.id': 'metered-a' });
     expect(after).toBeGreaterThan(1.4);
   });
 
   it('counts the ticks found paused and the "run now" runs apart, by job and outcome', async () => {
-    const app = await createLockApp(db.url, { appId: 'metered-controls' }, 4, [MeteredJobs]);
+    const app = await createLockApp(fleet.db.url, { appId: 'metered-controls' }, 4, [MeteredJobs]);
     apps.push(app);
     const admin = app.app.get(LockAdminService);
     // Across the two replicas of this process (metered-a still runs the job's ticks).
     const count = (name: string, outcome: string) =>
-      sdk.collect().then((collected) => total(collected, M(name), { job: 'MeteredJobs.failing', outcome }));
+      fleet.sdk.collect().then((collected) => total(collected, M(name), { job: 'MeteredJobs.failing', outcome }));
     await admin.pauseJob('MeteredJobs.failing', { actor: 'ops', reason: 'noisy' });
     await until(async () => (await count('job.runs', 'paused')) >= 2, 5000);
     const failedWhilePaused = await count('job.runs', 'failed');

@@ -177,4 +177,27 @@ describeOnMysql('sample app on MariaDB (DATABASE_URL=mysql://… / mariadb://…
     expectReapedRepaymentRolledBack(db, a, b));
 
   it('answers 409 to a transfer the buyer cannot pay and rolls the sale back', () => expectShortBuyerRolledBack(db, b));
+  it('shows its leader role on MariaDB: the leader, its term and the candidate, and the hand-over when the leader stops', async () => {
+    const c = await startSampleInstance(db.url, { appId: 'my-c', loanBookReportMs: 200, ...tuning });
+    const d = await startSampleInstance(db.url, { appId: 'my-d', loanBookReportMs: 200, ...tuning });
+    type Leaders = Array<{ role: string; leader: { appId: string; term: number } | null; term: number; candidates: Array<{ appId: string }> }>;
+    const role = async () => (await call<Leaders>(`${a.baseUrl}/api/leaders`)).body.find((info) => info.role === 'loan-book-report');
+    try {
+      const first = await eventually(async () => {
+        const info = await role();
+        return info?.leader && info.candidates.length === 1 ? info : undefined;
+      }, 'a leader and a candidate', 10_000);
+      const [leader, candidate] = first.leader!.appId === 'my-c' ? [c, d] : [d, c];
+      expect(first.candidates.map((x) => x.appId)).toEqual([candidate.config.appId]);
+      expect(first.term).toBe(first.leader!.term);
+      await leader.close();
+      const next = await eventually(async () => {
+        const info = await role();
+        return info?.leader?.appId === candidate.config.appId ? info : undefined;
+      }, 'the hand-over', 5000);
+      expect(next).toMatchObject({ leader: { term: first.term + 1 }, term: first.term + 1, candidates: [] });
+    } finally {
+      await Promise.all([c.close(), d.close()]);
+    }
+  });
 });

@@ -301,6 +301,49 @@ if (!chromiumAvailable) {
     }
   });
 
+  it('shows the leader role of the fleet: its leader, term and candidates in order, and the hand-over when the leader stops', async () => {
+    // Two more instances with the sample's leader role on; this page's instance (console-1) does not stand for it.
+    const second = await startSampleInstance(db.url, { appId: 'console-2', loanBookReportMs: 200 });
+    const third = await startSampleInstance(db.url, { appId: 'console-3', loanBookReportMs: 200 });
+    try {
+      const role = page.locator('#leaders-body tr[data-role="loan-book-report"]');
+      await role.locator('td').nth(6).filter({ hasText: /^1\. console-[23]$/ }).waitFor({ timeout: 8000 });
+      const cells = await role.locator('td').allTextContents();
+      const leader = cells[1] === 'console-2' ? second : third;
+      const candidate = leader === second ? third : second;
+      expect(cells[0]).toBe('loan-book-report');
+      expect(cells[1]).toBe(leader.config.appId);
+      expect(cells[3]).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
+      expect(cells[4]).toMatch(/^\d+$/);
+      expect(cells[6]).toBe(`1. ${candidate.config.appId}`);
+      const term = Number(cells[4]);
+      // The API says the same, and the leader publishes its reports in that term.
+      const [api] = (await call<Array<{ role: string; leader: { appId: string; term: number } }>>(`${app.baseUrl}/api/leaders`)).body;
+      expect(api).toMatchObject({ role: 'loan-book-report', leader: { appId: leader.config.appId, term } });
+      await until(async () => {
+        const activity = (await call<Array<{ what: string; detail: string }>>(`${leader.baseUrl}/api/activity`)).body;
+        return activity.some((entry) => entry.what === 'loan-book-report' && entry.detail.startsWith(`term ${term}: 3 loans`));
+      }, 5000);
+
+      // The leader stops (gracefully): the candidate leads at once, in the next term; nobody waits any more.
+      await leader.close();
+      await role.locator('td').nth(1).filter({ hasText: candidate.config.appId }).waitFor({ timeout: 5000 });
+      expect(await role.locator('td').allTextContents()).toEqual([
+        'loan-book-report',
+        candidate.config.appId,
+        expect.any(String),
+        expect.stringMatching(/^\d\d:/),
+        String(term + 1),
+        expect.stringMatching(/ s$/),
+        '\u2014',
+      ]);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await page.locator('#leaders').screenshot({ path: join(ARTIFACTS, 'console-leaders.png') });
+    } finally {
+      await Promise.all([second.close(), third.close()]);
+    }
+  });
+
   it('ran without a script error', () => {
     expect(pageErrors).toEqual([]);
   });

@@ -1,6 +1,7 @@
 import type {
   LockGrant,
   LockGrantFilter,
+  LockLeaderInfo,
   LockLogEntry,
   LockLogQuery,
   LockPermitsEntry,
@@ -10,6 +11,8 @@ import { LOCK_MIGRATIONS } from '../../migrations/index.js';
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 import { waiterDeadline } from '../lock-rows.util.js';
+import { type LeaderRow, toLeaderInfos } from '../leader-rows.util.js';
+import { LEADER_LOCK_PREFIX } from '../../leader/leader-role.util.js';
 import type { InMemoryLockDatabase, MemoryLogRow, MemoryWaiterRow } from './memory-lock.database.js';
 
 const date = (ms: number | null): Date | null => (ms === null ? null : new Date(ms));
@@ -112,6 +115,46 @@ export class MemoryLockAdminStore extends LockAdminStore {
     this.db.deleteLocks((lock) => lock.stamp === stamp);
     this.db.notifyFreed(row.locks.map((lock) => lock.name));
     return { appId: row.appId, instance: row.instance, locks: logFields(row).locks, heldForMs: now - row.acquired };
+  }
+
+  /** `SELECT_LEADERS`: the rows the SQL statement returns, made from the same tables. */
+  async listLeaders(role?: string): Promise<LockLeaderInfo[]> {
+    const db = this.db;
+    const now = db.now();
+    const lockOf = (name: string) => LEADER_LOCK_PREFIX + name;
+    const waiting = db.waiters.filter((row) => row.name.startsWith(LEADER_LOCK_PREFIX) && row.expires > now);
+    const roles = new Set([...db.leaders.keys(), ...waiting.map((row) => row.name.slice(LEADER_LOCK_PREFIX.length))]);
+    const rows: LeaderRow[] = [...roles]
+      .filter((name) => role === undefined || name === role)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .flatMap((name): LeaderRow[] => {
+        const term = db.leaders.get(name);
+        const grant = term && db.log.get(term.stamp);
+        const live =
+          grant !== undefined &&
+          (grant.status === 'ACQUIRED' || grant.status === 'BUSINESS_DONE') &&
+          grant.leaseExpires > now &&
+          db.locks.some((lock) => lock.stamp === term!.stamp && lock.name === lockOf(name));
+        const base = {
+          role: name,
+          term: term?.term ?? null,
+          stamp: term?.stamp ?? null,
+          app_id: term?.appId ?? null,
+          instance: term?.instance ?? null,
+          elected: term === undefined ? null : new Date(term.elected),
+          term_live: live,
+          lease_left_ms: live ? grant!.leaseExpires - now : null,
+        };
+        const candidates = waiting.filter((row) => row.name === lockOf(name)).sort((a, b) => a.seq - b.seq);
+        if (candidates.length === 0) return [{ ...base, candidate: null, candidate_app_id: null, waiting_for_ms: null }];
+        return candidates.map((row) => ({
+          ...base,
+          candidate: row.waiter,
+          candidate_app_id: row.appId,
+          waiting_for_ms: now - row.registered,
+        }));
+      });
+    return toLeaderInfos(rows);
   }
 
   /** The in-memory tables are always those of this library version. */

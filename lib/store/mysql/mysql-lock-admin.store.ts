@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type {
   LockGrant,
   LockGrantFilter,
+  LockLeaderInfo,
   LockLogEntry,
   LockLogQuery,
   LockLogStatus,
@@ -11,6 +12,8 @@ import type {
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
 import { jsonArray, locksOf, toGrant, toLogEntry, waiterDeadline, type LogRow } from '../lock-rows.util.js';
 import * as Admin from './mysql-lock-admin.queries.sql.js';
+import { SELECT_LEADERS } from './mysql-leader.queries.sql.js';
+import { type LeaderRow, toLeaderInfos } from '../leader-rows.util.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -163,6 +166,11 @@ export class MysqlLockAdminStore extends LockAdminStore {
     });
     if (forced) this.wakeups?.freed(forced.locks.map((lock) => lock.name));
     return forced;
+  }
+
+  async listLeaders(role?: string): Promise<LockLeaderInfo[]> {
+    const value = role ?? null;
+    return toLeaderInfos(await this.runner.select<LeaderRow>('getLeaders', SELECT_LEADERS, [value, value, value, value]));
   }
 
   async schemaRows(): Promise<SchemaRows> {

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type {
   LockGrant,
   LockGrantFilter,
+  LockLeaderInfo,
   LockLogEntry,
   LockLogQuery,
   LockPermitsEntry,
@@ -9,6 +10,8 @@ import type {
 } from '../../interfaces/index.js';
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
 import * as Admin from './postgres-lock-admin.queries.sql.js';
+import { SELECT_LEADERS } from './postgres-leader.queries.sql.js';
+import { type LeaderRow, toLeaderInfos } from '../leader-rows.util.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { locksOf, toGrant, toLogEntry, waiterDeadline, type GrantRow, type LogEntryRow } from '../lock-rows.util.js';
@@ -94,6 +97,11 @@ export class PostgresLockAdminStore extends LockAdminStore {
     return row
       ? { appId: row.app_id, instance: row.instance, locks: locksOf(row.lock_names, row.lock_modes), heldForMs: row.held_for_ms }
       : undefined;
+  }
+
+  async listLeaders(role?: string): Promise<LockLeaderInfo[]> {
+    const result = await this.runner.run<LeaderRow>('getLeaders', false, { text: SELECT_LEADERS, values: [role ?? null] });
+    return toLeaderInfos(result.rows);
   }
 
   async schemaRows(): Promise<SchemaRows> {

@@ -37,6 +37,11 @@ export interface SampleConfig {
   readonly maxHoldMs: number;
   /** How often the console page polls `/api/state`. */
   readonly consolePollMs: number;
+  /**
+   * How often the leader of the role `loan-book-report` audits the loan books and publishes the summary; `0`: this
+   * instance does not stand for the role.
+   */
+  readonly loanBookReportMs: number;
 }
 
 /** The defaults of `npm start`: jobs every few seconds, lasting a few seconds, so that something is always moving. */
@@ -53,6 +58,7 @@ export const DEFAULT_SAMPLE_CONFIG: Omit<SampleConfig, 'databaseUrl' | 'appId'> 
   reaperIntervalMs: 2000,
   maxHoldMs: 60_000,
   consolePollMs: 1000,
+  loanBookReportMs: 5000,
 };
 
 /** Reads a non-negative integer from the environment, or the fallback when unset. */
@@ -68,7 +74,7 @@ function intFromEnv(env: NodeJS.ProcessEnv, key: string, fallback: number): numb
  * The configuration of one instance from its environment: `APP_ID` (default `sample-1`), `SAMPLE_JOBS=off` to stop
  * the scheduled jobs and traffic, and the durations as `WS1_REBUILD_MS`, `WS2_REBUILD_MS`, `WS1_READ_HOLD_MS`,
  * `REPAYMENT_MS`, `TRANSFER_MS`, `DEFAULT_READ_PERMITS`, `PERMITS_REFRESH_MS`, `LEASE_MS`, `REAPER_INTERVAL_MS`,
- * `MAX_HOLD_MS`.
+ * `MAX_HOLD_MS`, `LOAN_BOOK_REPORT_MS` (0: no candidacy for the leader role; 0 by default with `SAMPLE_JOBS=off`).
  */
 export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string): SampleConfig {
   const d = DEFAULT_SAMPLE_CONFIG;
@@ -87,6 +93,8 @@ export function sampleConfigFromEnv(env: NodeJS.ProcessEnv, databaseUrl: string)
     reaperIntervalMs: intFromEnv(env, 'REAPER_INTERVAL_MS', d.reaperIntervalMs),
     maxHoldMs: intFromEnv(env, 'MAX_HOLD_MS', d.maxHoldMs),
     consolePollMs: d.consolePollMs,
+    // SAMPLE_JOBS=off stops the leader role's work too, unless LOAN_BOOK_REPORT_MS asks for it.
+    loanBookReportMs: intFromEnv(env, 'LOAN_BOOK_REPORT_MS', env.SAMPLE_JOBS === 'off' ? 0 : d.loanBookReportMs),
   };
 }
 

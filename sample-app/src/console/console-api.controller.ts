@@ -22,6 +22,7 @@ import {
   type LockJobAction,
   type LockJobActionKind,
   type LockJobInfo,
+  type LockLeaderInfo,
   type LockLogEntry,
   LockService,
   type LockWaiterInfo,
@@ -104,6 +105,15 @@ export class ConsoleApiController {
       if (error instanceof InvalidLockArgumentError) throw new BadRequestException(error.message);
       throw error;
     }
+  }
+
+  /**
+   * Every leader-election role of the fleet (`loan-book-report` here): its leader (app id, instance), since when, its
+   * term (fencing token), and the candidates waiting, in the order they will be elected.
+   */
+  @Get('leaders')
+  leaders(): Promise<LockLeaderInfo[]> {
+    return this.console.leaders();
   }
 
   /** Every caller waiting for a group now (`tryLocks` with `waitMs`), across all instances, in waiting order. */

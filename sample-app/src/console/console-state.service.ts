@@ -4,6 +4,7 @@ import {
   LockAdminService,
   type LockGrant,
   type LockJobInfo,
+  type LockLeaderInfo,
   LockingPermissionEntity,
   type LockLogEntry,
   type LockPermits,
@@ -49,6 +50,10 @@ export interface ConsoleState {
   readonly log: readonly LockLogEntry[];
   /** The scheduled `@WithLocks` jobs of the fleet: schedule, next tick, last success and last runs. */
   readonly jobs: readonly LockJobInfo[];
+  /**
+   * The leader-election roles of the fleet (the sample's `loan-book-report`): leader, since, term, candidates in order.
+   */
+  readonly leaders: readonly LockLeaderInfo[];
   /** This instance's own recent jobs and loan operations. */
   readonly activity: readonly ActivityEntry[];
   /** This instance's `LockService` counters. */
@@ -71,7 +76,13 @@ export class ConsoleStateService {
 
   /** Everything at once, for the page. */
   async state(logLimit = 25): Promise<ConsoleState> {
-    const [grants, waiters, log, jobs] = await Promise.all([this.grants(), this.waiters(), this.log(logLimit), this.jobs()]);
+    const [grants, waiters, log, jobs, leaders] = await Promise.all([
+      this.grants(),
+      this.waiters(),
+      this.log(logLimit),
+      this.jobs(),
+      this.leaders(),
+    ]);
     const permits = await this.permits(grants);
     return {
       appId: this.locks.appId,
@@ -82,6 +93,7 @@ export class ConsoleStateService {
       permits,
       log,
       jobs,
+      leaders,
       activity: this.activity.latest(),
       stats: this.locks.getStats(),
     };
@@ -100,6 +112,11 @@ export class ConsoleStateService {
   /** The scheduled jobs of every instance, each with its last 5 runs. */
   jobs(): Promise<LockJobInfo[]> {
     return this.admin.getJobs({ runs: 5 });
+  }
+
+  /** Every leader-election role of the fleet, read from the database (whichever instance answers). */
+  leaders(): Promise<LockLeaderInfo[]> {
+    return this.admin.getLeaders();
   }
 
   /** The newest lock log rows. */

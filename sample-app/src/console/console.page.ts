@@ -34,6 +34,7 @@ const STYLE = `
   .run { margin-right: 10px; } .run-succeeded { color: #1b6e3c; } .run-skipped, .run-running { color: #8a5a00; }
   .run-failed, .run-lock-lost, .run-abandoned { color: #b3261e; font-weight: 600; }
   .pending { color: #8a5a00; font-style: italic; }
+  .leader-self { font-weight: 600; } .leader-none { color: #b3261e; font-style: italic; }
   #permits-body tr { cursor: pointer; } #permits-body tr:hover { background: #f7f8fa; }
   form, .jobs { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; margin-top: 8px; }
   [hidden] { display: none !important; } /* an element's own display (the forms' flex) must not show it */
@@ -138,6 +139,16 @@ export function renderConsolePage(state: ConsoleState): string {
     <button id="job-control-cancel" type="button">Cancel</button>
   </form>
   <p id="job-control-status" role="status"></p>
+</section>
+
+<section>
+  <h2>Leader roles <span class="meta">(every instance stands; one leads each role, the others wait in line)</span></h2>
+  <p class="hint">The leader of <code>loan-book-report</code> audits the loan books every few seconds (its reports are
+  in its activity). Stop it and the first candidate leads, in the next term.</p>
+  <table id="leaders">
+    <thead><tr><th>Role</th><th>Leader</th><th>Instance</th><th>Since</th><th>Term</th><th>Lease left</th><th>Candidates (in order)</th></tr></thead>
+    <tbody id="leaders-body"></tbody>
+  </table>
 </section>
 
 <section>

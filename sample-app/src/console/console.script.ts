@@ -1,6 +1,6 @@
 /**
  * The console page's only script (plain browser JavaScript, no build step): renders the state embedded in the page,
- * then polls `GET /api/state` and re-renders (the scheduled jobs' panel included); posts the permits form to
+ * then polls `GET /api/state` and re-renders (the scheduled jobs' and leader roles' panels included); posts the permits form to
  * `POST /api/permits`, the job buttons to `POST /ws1/rebuild` / `POST /ws2/rebuild`, a grant's force release (with its reason) to
  * `POST /api/grants/:stamp/release` and a scheduled job's pause, resume or "run now" (with an actor and a reason) to
  * `POST /api/jobs/:job/pause|resume|run`. It builds the DOM with `textContent`, never with HTML strings.
@@ -116,6 +116,17 @@ export const CONSOLE_SCRIPT = String.raw`
     });
     return span;
   }
+  function renderLeaders(leaders, appId) {
+    fill('leaders-body', leaders.map(function (r) {
+      var l = r.leader;
+      var who = l ? { text: l.appId + (l.appId === appId ? ' (this instance)' : ''), cls: l.appId === appId ? 'leader-self' : '' }
+        : { text: 'none', cls: 'leader-none' };
+      return row([r.role, who, l ? l.instance : '\u2014', l ? clock(l.since) : '\u2014',
+        l ? l.term : (r.term > 0 ? r.term + ' (ended)' : '\u2014'), l ? seconds(l.leaseLeftMs) : '\u2014',
+        r.candidates.map(function (c) { return c.position + '. ' + c.appId; }).join(', ') || '\u2014'],
+        { 'data-role': r.role, 'data-leader': l ? l.appId : '' });
+    }), 'No leader role yet.', 7);
+  }
   function renderLog(log) {
     fill('log-body', log.map(function (e) {
       return row([e.stamp, e.appId, locksText(e.locks), { text: e.status, cls: 'status-' + e.status },
@@ -134,6 +145,7 @@ export const CONSOLE_SCRIPT = String.raw`
     renderPermits(s.permits);
     renderLog(s.log);
     renderJobs(s.jobs);
+    renderLeaders(s.leaders, s.appId);
     renderActivity(s.activity);
     byId('stats').textContent =
       'granted ' + s.stats.granted + ', busy ' + s.stats.busy + ', released ' + s.stats.released;
