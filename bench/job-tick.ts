@@ -25,6 +25,8 @@ export interface JobTickResult {
   /** Statements the fleet sends per tick (the idle fleet's background subtracted), and their client-side ms. */
   readonly statementsPerTick: number;
   readonly statementMsPerTick: number;
+  /** The idle fleet's background (reaper, listener, lease renewals), per second: what was subtracted. */
+  readonly idleStatementsPerSecond: number;
 }
 
 const JOB = 'bench-tick';
@@ -151,6 +153,7 @@ function summary(
     bareP99Ms: percentile(bare, 99),
     statementsPerTick: (busy.statements - idle.statements) / ticks,
     statementMsPerTick: (busy.ms - idle.ms) / ticks,
+    idleStatementsPerSecond: idle.statements / ticks,
   };
 }
 
@@ -168,6 +171,7 @@ export function formatJobTick(result: JobTickResult): string[] {
     row('the job starting on the replica that claimed it', result.startMedianMs, result.startP99Ms),
     '',
     `Database work per tick (the fleet, idle background subtracted): ${result.statementsPerTick.toFixed(1)} statements, ` +
-      `${result.statementMsPerTick.toFixed(1)} ms of round trips (client side, summed).`,
+      `${result.statementMsPerTick.toFixed(1)} ms of round trips (client side, summed; ` +
+      `${result.idleStatementsPerSecond.toFixed(1)} statements a second subtracted).`,
   ];
 }

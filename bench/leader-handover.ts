@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { LeaderService, LockAdminService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bootApplication } from './contenders/library.contender.js';
+import { openMysqlBenchDatabase } from './mysql-database.js';
 import { percentile } from './stats.js';
 
 /** The leader hand-over after a graceful `resign`, over many hand-overs (issue 41). */
@@ -143,3 +144,37 @@ export function formatLeaderHandover(result: LeaderHandoverResult, wakeUp: strin
     `Slowest hand-over: ${result.nextMaxMs.toFixed(2)} ms.`,
   ];
 }
+
+/** The MySQL listener's polling knobs, in the build the bench's applications run (dist/, not this build of lib/). */
+type PollTiming = { busyMs: number; idleMs: number };
+
+/**
+ * On MariaDB/MySQL, the same hand-overs with the listener's fallback poll (every 20 ms while an application has
+ * waiters) lengthened to the re-check: the next candidate is woken by the releasing instance's doorbell alone.
+ */
+export async function measureMysqlLeaderHandover(url: string, rounds: number): Promise<LeaderHandoverResult> {
+  const sessions = (await import(new URL('../../dist/store/mysql/mysql-sessions.util.js', import.meta.url).href)) as {
+    pollTiming: PollTiming;
+  };
+  const saved = { ...sessions.pollTiming };
+  Object.assign(sessions.pollTiming, { busyMs: RECHECK_MS, idleMs: RECHECK_MS });
+  try {
+    return await measureLeaderHandover(url, rounds);
+  } finally {
+    Object.assign(sessions.pollTiming, saved);
+  }
+}
+
+/** `BENCH_ONLY=leader` on MariaDB/MySQL: its own database, or why it is skipped. */
+export async function mysqlLeaderLines(rounds: number): Promise<string[]> {
+  const database = await openMysqlBenchDatabase();
+  if (typeof database === 'string') return [`MariaDB/MySQL leader hand-over skipped: ${database}.`];
+  try {
+    return ['MariaDB / MySQL:', '', ...formatLeaderHandover(await measureMysqlLeaderHandover(database.url, rounds), MYSQL_WAKE_UP)];
+  } finally {
+    await database.dispose();
+  }
+}
+
+/** How a MariaDB/MySQL candidate is woken in these hand-overs. */
+export const MYSQL_WAKE_UP = "the releasing instance's doorbell (the listener's 20 ms poll lengthened to 60 s)";

@@ -20,7 +20,7 @@ import { seedContender } from './contenders/seed.contender.js';
 import { describeHost, describeMachine } from './machine.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
 import { formatJobTick, measureJobTick } from './job-tick.js';
-import { formatLeaderHandover, measureLeaderHandover } from './leader-handover.js';
+import { formatLeaderHandover, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
 import { runMysqlBench } from './mysql-bench.js';
 import { runWorkload } from './rounds.js';
 import {
@@ -143,6 +143,18 @@ async function leaderAndJobLines(database: BenchDatabase, only?: 'leader' | 'job
   const leader = only === 'jobs' ? [] : formatLeaderHandover(await measureLeaderHandover(database.url, leaderHandovers()), 'NOTIFY');
   const jobs = only === 'leader' ? [] : formatJobTick(await measureJobTick(database.url, jobTicks()));
   return [...leader, ...(leader.length > 0 && jobs.length > 0 ? [''] : []), ...jobs];
+}
+
+/** `BENCH_ONLY=leader` (on PostgreSQL, then on MariaDB/MySQL) or `BENCH_ONLY=jobs` (PostgreSQL): that line alone. */
+async function leaderOrJobsOnly(only: 'leader' | 'jobs'): Promise<number> {
+  const database = await openBenchDatabase();
+  try {
+    console.log(['', 'PostgreSQL:', '', ...(await leaderAndJobLines(database, only))].join('\n'));
+  } finally {
+    await database.dispose();
+  }
+  if (only === 'leader') console.log(['', ...(await mysqlLeaderLines(leaderHandovers()))].join('\n'));
+  return 0;
 }
 
 /** `BENCH_ONLY=w1`: W1 for the floor, the bare rows of a grant and the library alone, then where its time goes. */
@@ -318,6 +330,7 @@ async function main(): Promise<number> {
     console.log(part.lines.join('\n'));
     return summary(part.missed);
   }
+  if (only === 'leader' || only === 'jobs') return leaderOrJobsOnly(only);
   const database = await openBenchDatabase();
   const onSigint = (): void => void database.dispose().finally(() => process.exit(130));
   process.once('SIGINT', onSigint);
@@ -328,10 +341,6 @@ async function main(): Promise<number> {
     }
     if (only === 'w1') {
       console.log(['', ...(await measureBreakdown(database, plan))].join('\n'));
-      return 0;
-    }
-    if (only === 'leader' || only === 'jobs') {
-      console.log(['', ...(await leaderAndJobLines(database, only))].join('\n'));
       return 0;
     }
     if (only === 'workloads') {
