@@ -6,7 +6,7 @@ import { LockModule, WithLocks } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { POOL_MAX } from './contenders/library.contender.js';
-import { percentile } from './stats.js';
+import { type Latency, latencyHead, latencyOf, latencyRow } from './latency.js';
 
 /** A once-per-tick job across a fleet of instances: its start latency and the database work each tick costs. */
 export interface JobTickResult {
@@ -17,11 +17,9 @@ export interface JobTickResult {
   readonly ranTwice: number;
   readonly missed: number;
   /** From the tick's scheduled instant to the `@WithLocks` job's body starting on the replica that claimed it. */
-  readonly startMedianMs: number;
-  readonly startP99Ms: number;
+  readonly start: Latency;
   /** The same for a bare `@Cron` job (no lock, no claim) of the same schedule: the schedule's own lateness. */
-  readonly bareMedianMs: number;
-  readonly bareP99Ms: number;
+  readonly bare: Latency;
   /** Statements the fleet sends per tick (the idle fleet's background subtracted), and their client-side ms. */
   readonly statementsPerTick: number;
   readonly statementMsPerTick: number;
@@ -138,8 +136,6 @@ function summary(
   const lateness = (t: number): number => t - Math.floor(t / 1000) * 1000;
   const perTick = new Map<number, number>();
   for (const t of runs[JOB].filter(window)) perTick.set(Math.floor(t / 1000), (perTick.get(Math.floor(t / 1000)) ?? 0) + 1);
-  const starts = runs[JOB].filter(window).map(lateness).sort((a, b) => a - b);
-  const bare = runs[BARE_JOB].filter(window).map(lateness).sort((a, b) => a - b);
   const counts = [...perTick.values()];
   return {
     instances: INSTANCES,
@@ -147,10 +143,8 @@ function summary(
     ranOnce: counts.filter((c) => c === 1).length,
     ranTwice: counts.filter((c) => c > 1).length,
     missed: ticks - perTick.size,
-    startMedianMs: percentile(starts, 50),
-    startP99Ms: percentile(starts, 99),
-    bareMedianMs: percentile(bare, 50),
-    bareP99Ms: percentile(bare, 99),
+    start: latencyOf(runs[JOB].filter(window).map(lateness)),
+    bare: latencyOf(runs[BARE_JOB].filter(window).map(lateness)),
     statementsPerTick: (busy.statements - idle.statements) / ticks,
     statementMsPerTick: (busy.ms - idle.ms) / ticks,
     idleStatementsPerSecond: idle.statements / ticks,
@@ -159,16 +153,13 @@ function summary(
 
 /** The job tick table, markdown-friendly. */
 export function formatJobTick(result: JobTickResult): string[] {
-  const row = (name: string, median: number, p99: number): string =>
-    `| ${name.padEnd(52)} | ${median.toFixed(2).padStart(9)} | ${p99.toFixed(2).padStart(6)} |`;
   return [
     `Job tick (one @Cron('* * * * * *') @WithLocks job on ${result.instances} instances, ${result.ticks} ticks: ` +
       `${result.ranOnce} ran once, ${result.ranTwice} more than once, ${result.missed} not at all):`,
     '',
-    `| ${"from the tick's scheduled instant to".padEnd(52)} | median ms | p99 ms |`,
-    `|${'-'.repeat(54)}|----------:|-------:|`,
-    row('a bare @Cron job starting (the schedule alone)', result.bareMedianMs, result.bareP99Ms),
-    row('the job starting on the replica that claimed it', result.startMedianMs, result.startP99Ms),
+    ...latencyHead("from the tick's scheduled instant to"),
+    latencyRow('a bare @Cron job starting (the schedule alone)', result.bare),
+    latencyRow('the job starting on the replica that claimed it', result.start),
     '',
     `Database work per tick (the fleet, idle background subtracted): ${result.statementsPerTick.toFixed(1)} statements, ` +
       `${result.statementMsPerTick.toFixed(1)} ms of round trips (client side, summed; ` +

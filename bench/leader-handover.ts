@@ -3,22 +3,19 @@ import { LeaderService, LockAdminService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { bootApplication } from './contenders/library.contender.js';
 import { openMysqlBenchDatabase } from './mysql-database.js';
-import { percentile } from './stats.js';
+import { type Latency, latencyHead, latencyOf, latencyRow } from './latency.js';
 
 /** The leader hand-over after a graceful `resign`, over many hand-overs (issue 41). */
 export interface LeaderHandoverResult {
   readonly candidates: number;
   readonly samples: number;
   /** From the resign call to the next leader's work starting. */
-  readonly nextMedianMs: number;
-  readonly nextP99Ms: number;
+  readonly next: Latency;
   readonly nextMaxMs: number;
   /** From the resign call to the old leader's signal firing. */
-  readonly signalMedianMs: number;
-  readonly signalP99Ms: number;
+  readonly signal: Latency;
   /** From the resign call to `resign` resolving (the role's lock released). */
-  readonly resolvedMedianMs: number;
-  readonly resolvedP99Ms: number;
+  readonly resolved: Latency;
 }
 
 const ROLE = 'bench-handover';
@@ -83,7 +80,14 @@ export async function measureLeaderHandover(url: string, rounds: number): Promis
       signals.push(events.signals[signalsBefore]!.t - resignedAt);
       stand(leader);
     }
-    return summary(next, signals, resolved);
+    return {
+      candidates: CANDIDATES,
+      samples: next.length,
+      next: latencyOf(next),
+      nextMaxMs: Math.max(...next),
+      signal: latencyOf(signals),
+      resolved: latencyOf(resolved),
+    };
   } finally {
     for (const candidate of candidates) await candidate.app.close();
   }
@@ -112,34 +116,16 @@ async function nextStart(events: Events, from: number, resigned: string): Promis
   }
 }
 
-function summary(next: number[], signals: number[], resolved: number[]): LeaderHandoverResult {
-  const [n, s, r] = [next, signals, resolved].map((values) => [...values].sort((a, b) => a - b)) as [number[], number[], number[]];
-  return {
-    candidates: CANDIDATES,
-    samples: n.length,
-    nextMedianMs: percentile(n, 50),
-    nextP99Ms: percentile(n, 99),
-    nextMaxMs: n[n.length - 1] ?? Number.NaN,
-    signalMedianMs: percentile(s, 50),
-    signalP99Ms: percentile(s, 99),
-    resolvedMedianMs: percentile(r, 50),
-    resolvedP99Ms: percentile(r, 99),
-  };
-}
-
 /** The leader hand-over table, markdown-friendly. */
 export function formatLeaderHandover(result: LeaderHandoverResult, wakeUp: string): string[] {
-  const row = (name: string, median: number, p99: number): string =>
-    `| ${name.padEnd(52)} | ${median.toFixed(2).padStart(9)} | ${p99.toFixed(2).padStart(6)} |`;
   return [
     `Leader hand-over after a graceful resign (${result.candidates} candidates, ${result.samples} hand-overs, woken by ${wakeUp}; ` +
       `their own re-check every ${RECHECK_MS / 1000} s):`,
     '',
-    `| ${'from the resign call to'.padEnd(52)} | median ms | p99 ms |`,
-    `|${'-'.repeat(54)}|----------:|-------:|`,
-    row("the old leader's signal firing", result.signalMedianMs, result.signalP99Ms),
-    row('resign resolving (work ended, role lock released)', result.resolvedMedianMs, result.resolvedP99Ms),
-    row("the next leader's work starting", result.nextMedianMs, result.nextP99Ms),
+    ...latencyHead('from the resign call to'),
+    latencyRow("the old leader's signal firing", result.signal),
+    latencyRow('resign resolving (work ended, role lock released)', result.resolved),
+    latencyRow("the next leader's work starting", result.next),
     '',
     `Slowest hand-over: ${result.nextMaxMs.toFixed(2)} ms.`,
   ];
