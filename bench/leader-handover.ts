@@ -18,6 +18,14 @@ export interface LeaderHandoverResult {
   readonly resolved: Latency;
 }
 
+/** Hand-overs measured per dialect: `BENCH_LEADER_HANDOVERS` (default 100). */
+export function leaderHandoverCount(): number {
+  const raw = process.env.BENCH_LEADER_HANDOVERS ?? '100';
+  const count = Number(raw);
+  if (!Number.isInteger(count) || count <= 0) throw new Error(`BENCH_LEADER_HANDOVERS must be a positive integer (got ${raw})`);
+  return count;
+}
+
 const ROLE = 'bench-handover';
 const CANDIDATES = 3;
 /**

@@ -20,7 +20,7 @@ import { seedContender } from './contenders/seed.contender.js';
 import { describeHost, describeMachine } from './machine.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
 import { formatJobTick, measureJobTick } from './job-tick.js';
-import { formatLeaderHandover, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
+import { formatLeaderHandover, leaderHandoverCount, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
 import { runMysqlBench } from './mysql-bench.js';
 import { runWorkload } from './rounds.js';
 import {
@@ -134,13 +134,12 @@ async function workloadsOnly(database: BenchDatabase, plan: BenchPlan): Promise<
 /** Hand-offs measured per way of waiting. */
 const handoffCount = (): number => positiveNumber('BENCH_HANDOFFS', '100', true);
 
-/** Leader hand-overs measured (`BENCH_LEADER_HANDOVERS`), and job ticks (`BENCH_TICKS`, one a second). */
-const leaderHandovers = (): number => positiveNumber('BENCH_LEADER_HANDOVERS', '100', true);
+/** Job ticks measured (`BENCH_TICKS`, one a second). */
 const jobTicks = (): number => positiveNumber('BENCH_TICKS', '60', true);
 
 /** The leader hand-over and the job tick lines (no target: issue 41 asks for the numbers). */
 async function leaderAndJobLines(database: BenchDatabase, only?: 'leader' | 'jobs'): Promise<string[]> {
-  const leader = only === 'jobs' ? [] : formatLeaderHandover(await measureLeaderHandover(database.url, leaderHandovers()), 'NOTIFY');
+  const leader = only === 'jobs' ? [] : formatLeaderHandover(await measureLeaderHandover(database.url, leaderHandoverCount()), 'NOTIFY');
   const jobs = only === 'leader' ? [] : formatJobTick(await measureJobTick(database.url, jobTicks()));
   return [...leader, ...(leader.length > 0 && jobs.length > 0 ? [''] : []), ...jobs];
 }
@@ -153,7 +152,7 @@ async function leaderOrJobsOnly(only: 'leader' | 'jobs'): Promise<number> {
   } finally {
     await database.dispose();
   }
-  if (only === 'leader') console.log(['', ...(await mysqlLeaderLines(leaderHandovers()))].join('\n'));
+  if (only === 'leader') console.log(['', ...(await mysqlLeaderLines(leaderHandoverCount()))].join('\n'));
   return 0;
 }
 
