@@ -6,6 +6,7 @@ import { getLockContender } from './contenders/get-lock.contender.js';
 import { libraryContender } from './contenders/library.contender.js';
 import { mysqlFloorContender } from './contenders/mysql-floor.contender.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
+import { formatLeaderHandover, leaderHandoverCount, measureMysqlLeaderHandover, MYSQL_WAKE_UP } from './leader-handover.js';
 import { type MysqlBenchDatabase, openMysqlBenchDatabase } from './mysql-database.js';
 import { type BenchPlan, find, formatTable, formatTargets, ratio, retryShare, type TargetResult } from './report.js';
 import { runWorkload } from './rounds.js';
@@ -124,6 +125,7 @@ export async function runMysqlBench(plan: BenchPlan, handoffs: number): Promise<
       measurements.push(...(await runWorkload(database, workload, mysqlPlan, contenders, `MariaDB ${workload.id}`)));
     }
     const handoff = await measureHandoff(database.url, handoffs);
+    const leader = await measureMysqlLeaderHandover(database.url, leaderHandoverCount());
     const targets = evaluateMysqlTargets(measurements, handoff);
     return {
       lines: [
@@ -138,6 +140,8 @@ export async function runMysqlBench(plan: BenchPlan, handoffs: number): Promise<
         'W2: GET_LOCK has no shared mode: it takes the read lock of each group exclusively.',
         '',
         ...formatHandoffTable(handoff),
+        '',
+        ...formatLeaderHandover(leader, MYSQL_WAKE_UP),
         '',
         `MariaDB targets (ratios judged on the median of the ${plan.rounds} per-round ratios):`,
         formatTargets(targets),

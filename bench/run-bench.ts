@@ -4,7 +4,8 @@
 // rotates from round to round. Then the cost of telemetry: W1 with telemetry off against telemetry on with the
 // OpenTelemetry SDK registered, interleaved the same way. Last, once the PostgreSQL server is gone, the MariaDB rows
 // (mysql-bench.ts). BENCH_STRICT=1 exits 1 when a target is missed; BENCH_ONLY=telemetry measures the telemetry rows
-// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone.
+// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone, BENCH_ONLY=leader
+// the leader hand-over line alone, BENCH_ONLY=jobs the job tick line alone.
 // BENCH_BASELINE=<another checkout, built> adds that checkout's library to W1, W2 and W3, in the same rounds, with a
 // target: within 3 % of it (a change must not cost the hot path).
 import 'reflect-metadata';
@@ -18,6 +19,8 @@ import { libraryContender } from './contenders/library.contender.js';
 import { seedContender } from './contenders/seed.contender.js';
 import { describeHost, describeMachine } from './machine.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
+import { formatJobTick, measureJobTick } from './job-tick.js';
+import { formatLeaderHandover, leaderHandoverCount, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
 import { runMysqlBench } from './mysql-bench.js';
 import { runWorkload } from './rounds.js';
 import {
@@ -80,9 +83,12 @@ function contendersFor(url: string, workload: Workload): Contender[] {
 }
 
 /** What `BENCH_ONLY` may name: those rows are measured alone. */
-const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads'] as const;
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'leader', 'jobs'] as const;
 
-/** `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql` or `workloads` (W1, W2, W3 and their targets) alone. */
+/**
+ * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets), `leader` (the leader
+ * hand-over) or `jobs` (the job tick) alone.
+ */
 function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
   const known = ONLY.find((name) => name === only);
@@ -127,6 +133,28 @@ async function workloadsOnly(database: BenchDatabase, plan: BenchPlan): Promise<
 
 /** Hand-offs measured per way of waiting. */
 const handoffCount = (): number => positiveNumber('BENCH_HANDOFFS', '100', true);
+
+/** Job ticks measured (`BENCH_TICKS`, one a second). */
+const jobTicks = (): number => positiveNumber('BENCH_TICKS', '60', true);
+
+/** The leader hand-over and the job tick lines (no target: issue 41 asks for the numbers). */
+async function leaderAndJobLines(database: BenchDatabase, only?: 'leader' | 'jobs'): Promise<string[]> {
+  const leader = only === 'jobs' ? [] : formatLeaderHandover(await measureLeaderHandover(database.url, leaderHandoverCount()), 'NOTIFY');
+  const jobs = only === 'leader' ? [] : formatJobTick(await measureJobTick(database.url, jobTicks()));
+  return [...leader, ...(leader.length > 0 && jobs.length > 0 ? [''] : []), ...jobs];
+}
+
+/** `BENCH_ONLY=leader` (on PostgreSQL, then on MariaDB/MySQL) or `BENCH_ONLY=jobs` (PostgreSQL): that line alone. */
+async function leaderOrJobsOnly(only: 'leader' | 'jobs'): Promise<number> {
+  const database = await openBenchDatabase();
+  try {
+    console.log(['', 'PostgreSQL:', '', ...(await leaderAndJobLines(database, only))].join('\n'));
+  } finally {
+    await database.dispose();
+  }
+  if (only === 'leader') console.log(['', ...(await mysqlLeaderLines(leaderHandoverCount()))].join('\n'));
+  return 0;
+}
 
 /** `BENCH_ONLY=w1`: W1 for the floor, the bare rows of a grant and the library alone, then where its time goes. */
 async function measureBreakdown(database: BenchDatabase, plan: BenchPlan): Promise<string[]> {
@@ -213,12 +241,14 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   let groups: GroupSizeRow[] = [];
   let groupBreakdown: string[] = [];
   let breakdown: string[] = [];
+  let leaderAndJobs: string[] = [];
   if (!telemetryOnly) {
     measurements.push(...(await measureWorkloads(database, plan)));
     breakdown = await explainW1(database, measurements);
     handoff = await measureHandoff(database.url, handoffCount());
     groups = await measureGroupSizes(database);
     groupBreakdown = await measureGroupBreakdown(database);
+    leaderAndJobs = await leaderAndJobLines(database);
   }
   const telemetry = await measureTelemetry(database, plan);
   process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
@@ -241,6 +271,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
         ...formatGroupSizes(groups),
         '',
         ...groupBreakdown,
+        '',
+        ...leaderAndJobs,
         '',
       ];
   return {
@@ -297,6 +329,7 @@ async function main(): Promise<number> {
     console.log(part.lines.join('\n'));
     return summary(part.missed);
   }
+  if (only === 'leader' || only === 'jobs') return leaderOrJobsOnly(only);
   const database = await openBenchDatabase();
   const onSigint = (): void => void database.dispose().finally(() => process.exit(130));
   process.once('SIGINT', onSigint);
