@@ -1,4 +1,4 @@
-import { AppIdInUseError } from 'nestjs-db-locks';
+import { AppIdInUseError, LeaderService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
@@ -20,6 +20,8 @@ const options = {
   waitRecheckMs: RECHECK_MS,
 };
 const INSTANCES = ['f1', 'f2', 'f3'];
+/** A leader role that f1, f2 and f3 stand for through the failover. */
+const ROLE = 'failover-role';
 const WAITERS = 8;
 /** Waiters of a fourth instance that re-checks every 10 ms: some of their attempts are in flight when the primary dies. */
 const BUSY_WAITERS = 12;
@@ -90,6 +92,19 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
         Number((await query<{ n: number }>('SELECT count(*)::int AS n FROM locking_waiters'))?.[0]?.n) === WAITERS + BUSY_WAITERS,
     );
     await until(async () => (await listening()) === 3); // f2, f3 and f4 listen for the names they wait for
+    // A leader role across the fleet: f1, f2, f3 stand for it; what each replica is told is recorded in order.
+    const told: Array<{ app: number; leading: boolean; token: number; t: number }> = [];
+    const leaders = apps.map((app, i) => {
+      const service = app.app.get(LeaderService);
+      service.changes(ROLE).subscribe((change) => told.push({ app: i, leading: change.leading, token: change.term.token, t: performance.now() }));
+      return service;
+    });
+    const stand = (i: number) => leaders[i]!.campaign(ROLE, (signal) => new Promise((resolve) => signal.addEventListener('abort', resolve)));
+    stand(0);
+    await until(() => leaders[0]!.isLeader(ROLE));
+    stand(1);
+    stand(2);
+    const termBefore = leaders[0]!.term(ROLE)!.token;
     const stampsBefore = Number((await query<{ s: string }>('SELECT max(stamp) AS s FROM locking_log'))![0]!.s);
 
     const sampler = startDbSampler(cluster.url);
@@ -112,6 +127,24 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     const listeningMs = performance.now() - promotedAt;
     // No wait ended during the failover: each failure granted nothing (known, or found out by looking).
     expect(outcomes.filter((o) => o.at !== undefined)).toEqual([]);
+
+    // The leader kept its term through the failover (shorter than its lease); it resigns on the new primary, and the
+    // next candidate is elected with a larger token: the term written before the kill was on the standby.
+    expect(leaders[0]!.term(ROLE)?.token).toBe(termBefore);
+    const seen = told.length;
+    const resignedAt = performance.now();
+    await leaders[0]!.resign(ROLE);
+    await until(() => told.slice(seen).some((change) => change.leading), 5000);
+    const elected = told.slice(seen).find((change) => change.leading)!;
+    const electedMs = elected.t - resignedAt;
+    const electedAfterPromotionMs = elected.t - promotedAt;
+    expect(elected.token).toBe(termBefore + 1);
+    expect(electedMs).toBeLessThan(2000); // woken by the notification, not by the re-check (60 s)
+    let leading = 0;
+    for (const change of told) {
+      leading += change.leading ? 1 : -1;
+      expect(leading).toBeLessThanOrEqual(1);
+    }
 
     // The holder kept its grants (the failover was shorter than the lease) and releases them now.
     expect(signals.map((s) => s.aborted)).toEqual(held.map(() => false));
@@ -163,8 +196,11 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
       `failover figures: app ids held again ${appIdsMs.toFixed(0)} ms after promotion; listening again ` +
         `${listeningMs.toFixed(0)} ms after it; ${WAITERS} waits granted ${Math.min(...wakeMs).toFixed(0)}–` +
         `${Math.max(...wakeMs).toFixed(0)} ms after their release; the release just before the kill was ` +
-        `${lostRelease ? `lost, the lock free again ${lastFreeMs.toFixed(0)} ms after the kill` : 'kept'}\n`,
+        `${lostRelease ? `lost, the lock free again ${lastFreeMs.toFixed(0)} ms after the kill` : 'kept'}; the leader kept ` +
+        `term ${termBefore} through it, and on its resign term ${elected.token} was elected ${electedMs.toFixed(0)} ms later ` +
+        `(${electedAfterPromotionMs.toFixed(0)} ms after the promotion)\n`,
     );
+    for (const service of leaders) await service.resign(ROLE);
     await until(async () => Number((await query<{ n: number }>('SELECT count(*)::int AS n FROM locking'))?.[0]?.n) === 0, LEASE_MS + 3000);
   }, 90_000);
 });

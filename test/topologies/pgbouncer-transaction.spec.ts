@@ -3,6 +3,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import {
   AppIdInUseError,
   IllegalMonitorStateError,
+  LeaderService,
   LockConfigurationError,
   LockService,
   WithLocks,
@@ -12,6 +13,7 @@ import type { DataSource } from 'typeorm';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { runCheckedWorkers } from '../support/checked-workers.js';
+import { quantile } from '../support/leader-fleet.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
@@ -53,6 +55,8 @@ class Ledger {
 
 /** Attempts per concurrent client (a count, not a duration: the machine may be loaded). */
 const ATTEMPTS = 40;
+/** Hand-overs of a leader role by resign, for the median and the 99th percentile. */
+const HAND_OVERS = 30;
 
 const run = pgbouncerInstalled() ? describe : describe.skip;
 
@@ -207,6 +211,51 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     // Woken by the notification: the re-check timer (waitRecheckMs 10 s) cannot explain it.
     expect(Date.now() - released).toBeLessThan(5000);
     await two.locks.releaseLocks(stamp);
+  });
+
+  it('elects one leader at a time, and hands the role over on resign woken by the database (LISTEN on the direct connection)', async () => {
+    const role = 'pooled-role';
+    const replicas = await Promise.all(['l1', 'l2', 'l3'].map((appId) => open(appId)));
+    /** What each replica was told, in order: elected (with its token) and stopped. */
+    const told: Array<{ app: number; leading: boolean; token: number; t: number }> = [];
+    const leaders = replicas.map((replica, app) => {
+      const service = replica.app.get(LeaderService);
+      service.changes(role).subscribe((change) => told.push({ app, leading: change.leading, token: change.term.token, t: performance.now() }));
+      return service;
+    });
+    const stand = (app: number) => leaders[app]!.campaign(role, (signal) => new Promise((resolve) => signal.addEventListener('abort', resolve)));
+    stand(0);
+    await until(() => leaders[0]!.isLeader(role));
+    stand(1);
+    stand(2);
+    await sleep(300); // the candidates wait, listening
+    const handOvers: number[] = [];
+    for (let i = 0; i < HAND_OVERS; i++) {
+      const leader = leaders.findIndex((service) => service.isLeader(role));
+      expect(leader).toBeGreaterThanOrEqual(0);
+      const seen = told.length;
+      const resigned = performance.now();
+      await leaders[leader]!.resign(role);
+      await until(() => told.slice(seen).some((change) => change.leading), 5000);
+      handOvers.push(told.slice(seen).find((change) => change.leading)!.t - resigned);
+      stand(leader); // at the back of the queue
+    }
+    // At every instant one replica at most believed it led; each term's token is larger than the last.
+    let leading = 0;
+    for (const change of told) {
+      leading += change.leading ? 1 : -1;
+      expect(leading).toBeLessThanOrEqual(1);
+    }
+    const tokens = told.filter((change) => change.leading).map((change) => change.token);
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(HAND_OVERS + 1);
+    // Woken by the release's notification: the re-check timer (waitRecheckMs 10 s) cannot explain any of them.
+    expect(Math.max(...handOvers)).toBeLessThan(2000);
+    process.stdout.write(
+      `leader hand-over on resign through PgBouncer (transaction mode, directUrl), ${HAND_OVERS} hand-overs: ` +
+        `median ${quantile(handOvers, 0.5).toFixed(1)} ms, p99 ${quantile(handOvers, 0.99).toFixed(1)} ms, max ${Math.max(...handOvers).toFixed(1)} ms\n`,
+    );
+    for (const service of leaders) await service.resign(role);
   });
 
   it('refuses a twin, and keeps every advisory lock on a direct session, none on a pooled server connection', async () => {
