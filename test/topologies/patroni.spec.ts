@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type LoadReport, startLoad, watchProcess } from '../support/fault-load.js';
 import { type SamplerReport, startDbSampler } from '../support/invariant-checker.js';
+import { leadUntilTold, mostLeadersAtOnce, recordChanges, type ToldChange } from '../support/leader-fleet.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { stopLeftovers } from '../support/leftovers.js';
 import { patroniInstalled, startPatroniStack, type PatroniStack } from '../support/patroni-stack.js';
@@ -152,7 +153,7 @@ describeWithPatroni('a Patroni + etcd + HAProxy cluster (Debian packages)', () =
   }
 
   /** A leader role p1, p2 and p3 stand for through the three faults: what each replica was told, in order. */
-  const told: Array<{ app: number; leading: boolean; token: number; t: number }> = [];
+  let told: ToldChange[] = [];
   let leaders: LeaderService[];
   /** The term led before the faults, the term elected on the leader's resign after them, and how long that took. */
   let termBefore = 0;
@@ -162,12 +163,9 @@ describeWithPatroni('a Patroni + etcd + HAProxy cluster (Debian packages)', () =
 
   /** p1, p2 and p3 stand for ROLE; p1 is elected first. */
   async function standForRole(): Promise<void> {
-    leaders = apps.map((app, i) => {
-      const service = app.app.get(LeaderService);
-      service.changes(ROLE).subscribe((change) => told.push({ app: i, leading: change.leading, token: change.term.token, t: performance.now() }));
-      return service;
-    });
-    const stand = (i: number) => leaders[i]!.campaign(ROLE, (signal) => new Promise((resolve) => signal.addEventListener('abort', resolve)));
+    leaders = apps.map((app) => app.app.get(LeaderService));
+    told = recordChanges(leaders, ROLE);
+    const stand = (i: number) => leaders[i]!.campaign(ROLE, leadUntilTold);
     stand(0);
     await until(() => leaders[0]!.isLeader(ROLE), 10_000);
     stand(1);
@@ -265,11 +263,7 @@ describeWithPatroni('a Patroni + etcd + HAProxy cluster (Debian packages)', () =
   });
 
   it('keeps one leader of a role through the faults, which keeps its term; on its resign the next term is elected at once', () => {
-    let leading = 0;
-    for (const change of told) {
-      leading += change.leading ? 1 : -1;
-      expect(leading).toBeLessThanOrEqual(1);
-    }
+    expect(mostLeadersAtOnce(told)).toBe(1);
     // Every fault was shorter than the lease: the leader was never told it lost the role, and nobody else was elected.
     expect(told.filter((change) => change.token === termBefore).map((change) => change.leading)).toEqual([true, false]);
     expect(heldThrough).toBe(termBefore);

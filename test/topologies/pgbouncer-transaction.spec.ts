@@ -10,10 +10,11 @@ import {
 } from 'nestjs-db-locks';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { runCheckedWorkers } from '../support/checked-workers.js';
-import { quantile } from '../support/leader-fleet.js';
+import { leadUntilTold, mostLeadersAtOnce, quantile, recordChanges } from '../support/leader-fleet.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
@@ -216,14 +217,9 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
   it('elects one leader at a time, and hands the role over on resign woken by the database (LISTEN on the direct connection)', async () => {
     const role = 'pooled-role';
     const replicas = await Promise.all(['l1', 'l2', 'l3'].map((appId) => open(appId)));
-    /** What each replica was told, in order: elected (with its token) and stopped. */
-    const told: Array<{ app: number; leading: boolean; token: number; t: number }> = [];
-    const leaders = replicas.map((replica, app) => {
-      const service = replica.app.get(LeaderService);
-      service.changes(role).subscribe((change) => told.push({ app, leading: change.leading, token: change.term.token, t: performance.now() }));
-      return service;
-    });
-    const stand = (app: number) => leaders[app]!.campaign(role, (signal) => new Promise((resolve) => signal.addEventListener('abort', resolve)));
+    const leaders = replicas.map((replica) => replica.app.get(LeaderService));
+    const told = recordChanges(leaders, role);
+    const stand = (app: number) => leaders[app]!.campaign(role, leadUntilTold);
     stand(0);
     await until(() => leaders[0]!.isLeader(role));
     stand(1);
@@ -241,11 +237,7 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
       stand(leader); // at the back of the queue
     }
     // At every instant one replica at most believed it led; each term's token is larger than the last.
-    let leading = 0;
-    for (const change of told) {
-      leading += change.leading ? 1 : -1;
-      expect(leading).toBeLessThanOrEqual(1);
-    }
+    expect(mostLeadersAtOnce(told)).toBe(1);
     const tokens = told.filter((change) => change.leading).map((change) => change.token);
     expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
     expect(new Set(tokens).size).toBe(HAND_OVERS + 1);
