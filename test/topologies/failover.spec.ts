@@ -29,6 +29,8 @@ const SHORT_LEASE_MS = 1500;
 const SHORT = ['r1', 'r2'];
 /** The time an operator or Patroni takes to decide: longer than SHORT_LEASE_MS. */
 const DECISION_MS = 2000;
+/** The application_name of r1's and r2's pooled connections (their LISTEN among them). */
+const SHORT_NAME = 'short-lease';
 const WAITERS = 8;
 /** Waiters of a fourth instance that re-checks every 10 ms: some of their attempts are in flight when the primary dies. */
 const BUSY_WAITERS = 12;
@@ -55,8 +57,10 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     for (const appId of INSTANCES) apps.push(await createLockApp(cluster.url, { appId, ...options }, 6));
     busy = await createLockApp(cluster.url, { appId: 'f4', ...options, waitRecheckMs: 10 }, 6);
     short = [];
+    const shortUrl = new URL(cluster.url);
+    shortUrl.searchParams.set('application_name', SHORT_NAME);
     for (const appId of SHORT) {
-      short.push(await createLockApp(cluster.url, { appId, ...options, leaseMs: SHORT_LEASE_MS, queryTimeoutMs: 500 }, 2));
+      short.push(await createLockApp(shortUrl.toString(), { appId, ...options, leaseMs: SHORT_LEASE_MS, queryTimeoutMs: 500 }, 4));
     }
   }, 120_000);
   afterAll(async () => {
@@ -74,12 +78,12 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
         )
       )?.[0]?.n ?? 0,
     );
-  /** Connections of f1-f4 that listen for freed locks (their last statement was the LISTEN). */
+  /** Connections of f1-f4 that listen for freed locks (their last statement was the LISTEN; r1's and r2's are named). */
   const listening = async () =>
     Number(
       (
         await query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND application_name LIKE 'nestjs-db-locks f_ %'`,
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND application_name <> '${SHORT_NAME}'`,
         )
       )?.[0]?.n ?? 0,
     );
