@@ -172,3 +172,23 @@ export function mostLeadersAtOnce(told: readonly ToldChange[]): number {
 /** A leader's work that lasts until its signal fires. */
 export const leadUntilTold = (signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+
+/**
+ * `services` stand for `role` with `leadUntilTold` as the work: the first one, until it leads, then the others (they
+ * queue in that order). Returns what each was told (`recordChanges`) and how to stand again (replica `i`).
+ */
+export async function standInOrder(
+  services: readonly LeaderService[],
+  role: string,
+): Promise<{ told: ToldChange[]; stand: (i: number) => void }> {
+  const told = recordChanges(services, role);
+  const stand = (i: number) => services[i]!.campaign(role, leadUntilTold);
+  stand(0);
+  const deadline = Date.now() + 20_000;
+  while (!services[0]!.isLeader(role)) {
+    if (Date.now() > deadline) throw new Error(`replica 0 was not elected for ${role} within 20 s`);
+    await sleep(10);
+  }
+  for (let i = 1; i < services.length; i++) stand(i);
+  return { told, stand };
+}

@@ -1,7 +1,7 @@
 import { AppIdInUseError, LeaderService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { leadUntilTold, mostLeadersAtOnce, recordChanges } from '../support/leader-fleet.js';
+import { mostLeadersAtOnce, standInOrder } from '../support/leader-fleet.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { startDbSampler } from '../support/invariant-checker.js';
@@ -116,20 +116,11 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     await until(async () => (await listening()) === 3); // f2, f3 and f4 listen for the names they wait for
     // A leader role across the fleet: f1, f2, f3 stand for it; what each replica is told is recorded in order.
     const leaders = apps.map((app) => app.app.get(LeaderService));
-    const told = recordChanges(leaders, ROLE);
-    const stand = (i: number) => leaders[i]!.campaign(ROLE, leadUntilTold);
-    stand(0);
-    await until(() => leaders[0]!.isLeader(ROLE));
-    stand(1);
-    stand(2);
+    const { told } = await standInOrder(leaders, ROLE);
     const termBefore = leaders[0]!.term(ROLE)!.token;
     // The short-lease role: r1 leads, r2 waits.
     const shortLeaders = short.map((app) => app.app.get(LeaderService));
-    const shortTold = recordChanges(shortLeaders, SHORT_ROLE);
-    const standShort = (i: number) => shortLeaders[i]!.campaign(SHORT_ROLE, leadUntilTold);
-    standShort(0);
-    await until(() => shortLeaders[0]!.isLeader(SHORT_ROLE));
-    standShort(1);
+    const { told: shortTold } = await standInOrder(shortLeaders, SHORT_ROLE);
     const shortTermBefore = shortLeaders[0]!.term(SHORT_ROLE)!.token;
     const stampsBefore = Number((await query<{ s: string }>('SELECT max(stamp) AS s FROM locking_log'))![0]!.s);
 

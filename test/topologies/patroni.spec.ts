@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type LoadReport, startLoad, watchProcess } from '../support/fault-load.js';
 import { type SamplerReport, startDbSampler } from '../support/invariant-checker.js';
-import { leadUntilTold, mostLeadersAtOnce, recordChanges, type ToldChange } from '../support/leader-fleet.js';
+import { mostLeadersAtOnce, standInOrder, type ToldChange } from '../support/leader-fleet.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { stopLeftovers } from '../support/leftovers.js';
 import { patroniInstalled, startPatroniStack, type PatroniStack } from '../support/patroni-stack.js';
@@ -164,12 +164,7 @@ describeWithPatroni('a Patroni + etcd + HAProxy cluster (Debian packages)', () =
   /** p1, p2 and p3 stand for ROLE; p1 is elected first. */
   async function standForRole(): Promise<void> {
     leaders = apps.map((app) => app.app.get(LeaderService));
-    told = recordChanges(leaders, ROLE);
-    const stand = (i: number) => leaders[i]!.campaign(ROLE, leadUntilTold);
-    stand(0);
-    await until(() => leaders[0]!.isLeader(ROLE), 10_000);
-    stand(1);
-    stand(2);
+    ({ told } = await standInOrder(leaders, ROLE));
     termBefore = leaders[0]!.term(ROLE)!.token;
   }
 

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { runCheckedWorkers } from '../support/checked-workers.js';
-import { leadUntilTold, mostLeadersAtOnce, quantile, recordChanges } from '../support/leader-fleet.js';
+import { mostLeadersAtOnce, quantile, standInOrder } from '../support/leader-fleet.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
@@ -218,12 +218,7 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     const role = 'pooled-role';
     const replicas = await Promise.all(['l1', 'l2', 'l3'].map((appId) => open(appId)));
     const leaders = replicas.map((replica) => replica.app.get(LeaderService));
-    const told = recordChanges(leaders, role);
-    const stand = (app: number) => leaders[app]!.campaign(role, leadUntilTold);
-    stand(0);
-    await until(() => leaders[0]!.isLeader(role));
-    stand(1);
-    stand(2);
+    const { told, stand } = await standInOrder(leaders, role);
     await sleep(300); // the candidates wait, listening
     const handOvers: number[] = [];
     for (let i = 0; i < HAND_OVERS; i++) {
