@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LOCK_MIGRATIONS } from 'nestjs-db-locks';
+import { LeaderService, LOCK_MIGRATIONS } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 import { LockTasksRegistrar } from '../../lib/tasks/lock-tasks.registrar.js';
@@ -73,6 +73,26 @@ describe('durability of grants', () => {
     const [{ pid }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
     process.kill(pid, 'SIGKILL');
     expect(await leaseOf()).toBe(renewed);
+    await app.close();
+    app = undefined;
+  });
+
+  it('an election made on a session with synchronous_commit = off survives a crash of the server: the token never goes back', async () => {
+    const url = new URL(server.url);
+    url.searchParams.set('options', '-c synchronous_commit=off');
+    // No renewal and no reaper before the crash: their durable commits would flush the election's WAL with theirs.
+    app = await createLockApp(url.toString(), { appId: 'elected', leaseMs: 600_000, renewIntervalMs: 300_000, reaperIntervalMs: 0 });
+    const leaders = app.app.get(LeaderService);
+    leaders.campaign('durable-role', (signal) => new Promise((resolve) => signal.addEventListener('abort', resolve)));
+    await until(() => leaders.isLeader('durable-role'));
+    const token = leaders.term('durable-role')!.token;
+
+    const victim = await connectClient(server.url);
+    const [{ pid }] = (await victim.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows as [{ pid: number }];
+    process.kill(pid, 'SIGKILL');
+    // The term the leader holds is on disk: the next election of the role gets a larger token.
+    const rows = await readAfterRecovery<{ term: string }>(`SELECT term::text AS term FROM locking_leaders WHERE role = 'durable-role'`);
+    expect(rows).toEqual([{ term: String(token) }]);
     await app.close();
     app = undefined;
   });

@@ -1,6 +1,8 @@
+import type { LeaderService } from 'nestjs-db-locks';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const REPLICA = fileURLToPath(new URL('./leader-replica.child.mjs', import.meta.url));
@@ -136,4 +138,57 @@ export function beatsOfDeposedLeaders(events: readonly FleetEvent[]): FleetEvent
     } else if (event.event === 'beat' && latest !== undefined && latest.app !== event.app) found.push(event);
   }
   return found;
+}
+
+/** What one replica of an in-process fleet was told about a role, with the time (`performance.now()`). */
+export interface ToldChange {
+  /** The replica's index. */
+  readonly app: number;
+  readonly leading: boolean;
+  readonly token: number;
+  readonly t: number;
+}
+
+/** Records, in order, every change of leadership of `role` that each of `services` tells. */
+export function recordChanges(services: readonly LeaderService[], role: string): ToldChange[] {
+  const told: ToldChange[] = [];
+  services.forEach((service, app) =>
+    service.changes(role).subscribe((change) => told.push({ app, leading: change.leading, token: change.term.token, t: performance.now() })),
+  );
+  return told;
+}
+
+/** The most replicas that believed at once that they led, from what they were told in order. */
+export function mostLeadersAtOnce(told: readonly ToldChange[]): number {
+  let leading = 0;
+  let most = 0;
+  for (const change of told) {
+    leading += change.leading ? 1 : -1;
+    most = Math.max(most, leading);
+  }
+  return most;
+}
+
+/** A leader's work that lasts until its signal fires. */
+export const leadUntilTold = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+
+/**
+ * `services` stand for `role` with `leadUntilTold` as the work: the first one, until it leads, then the others (they
+ * queue in that order). Returns what each was told (`recordChanges`) and how to stand again (replica `i`).
+ */
+export async function standInOrder(
+  services: readonly LeaderService[],
+  role: string,
+): Promise<{ told: ToldChange[]; stand: (i: number) => void }> {
+  const told = recordChanges(services, role);
+  const stand = (i: number) => services[i]!.campaign(role, leadUntilTold);
+  stand(0);
+  const deadline = Date.now() + 20_000;
+  while (!services[0]!.isLeader(role)) {
+    if (Date.now() > deadline) throw new Error(`replica 0 was not elected for ${role} within 20 s`);
+    await sleep(10);
+  }
+  for (let i = 1; i < services.length; i++) stand(i);
+  return { told, stand };
 }

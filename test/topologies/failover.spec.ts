@@ -1,6 +1,7 @@
-import { AppIdInUseError } from 'nestjs-db-locks';
+import { AppIdInUseError, LeaderService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { mostLeadersAtOnce, standInOrder } from '../support/leader-fleet.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { startLoad, watchProcess } from '../support/fault-load.js';
 import { startDbSampler } from '../support/invariant-checker.js';
@@ -20,6 +21,16 @@ const options = {
   waitRecheckMs: RECHECK_MS,
 };
 const INSTANCES = ['f1', 'f2', 'f3'];
+/** A leader role that f1, f2 and f3 stand for through the failover. */
+const ROLE = 'failover-role';
+/** A role that r1 and r2 stand for with a lease shorter than the failover: its leader is told, another is elected after it. */
+const SHORT_ROLE = 'short-lease-role';
+const SHORT_LEASE_MS = 1500;
+const SHORT = ['r1', 'r2'];
+/** The time an operator or Patroni takes to decide: longer than SHORT_LEASE_MS. */
+const DECISION_MS = 2000;
+/** The application_name of r1's and r2's pooled connections (their LISTEN among them). */
+const SHORT_NAME = 'short-lease';
 const WAITERS = 8;
 /** Waiters of a fourth instance that re-checks every 10 ms: some of their attempts are in flight when the primary dies. */
 const BUSY_WAITERS = 12;
@@ -37,6 +48,7 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
   let cluster: StandbyCluster;
   let apps: LockApp[];
   let busy: LockApp;
+  let short: LockApp[];
   const watcher = watchProcess();
 
   beforeAll(async () => {
@@ -44,9 +56,15 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     apps = [];
     for (const appId of INSTANCES) apps.push(await createLockApp(cluster.url, { appId, ...options }, 6));
     busy = await createLockApp(cluster.url, { appId: 'f4', ...options, waitRecheckMs: 10 }, 6);
+    short = [];
+    const shortUrl = new URL(cluster.url);
+    shortUrl.searchParams.set('application_name', SHORT_NAME);
+    for (const appId of SHORT) {
+      short.push(await createLockApp(shortUrl.toString(), { appId, ...options, leaseMs: SHORT_LEASE_MS, queryTimeoutMs: 500 }, 4));
+    }
   }, 120_000);
   afterAll(async () => {
-    await Promise.all([...(apps ?? []), ...(busy ? [busy] : [])].map((app) => app.close()));
+    await Promise.all([...(apps ?? []), ...(busy ? [busy] : []), ...(short ?? [])].map((app) => app.close()));
     await cluster?.destroy();
     watcher.stop();
   });
@@ -60,9 +78,15 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
         )
       )?.[0]?.n ?? 0,
     );
-  /** Connections that listen for freed locks (their last statement was the LISTEN). */
+  /** Connections of f1-f4 that listen for freed locks (their last statement was the LISTEN; r1's and r2's are named). */
   const listening = async () =>
-    Number((await query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %'`))?.[0]?.n ?? 0);
+    Number(
+      (
+        await query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND application_name <> '${SHORT_NAME}'`,
+        )
+      )?.[0]?.n ?? 0,
+    );
 
   it('waits go on through it and are woken at once after it; grants are kept, never doubled, and twins refused', async () => {
     const [f1, f2, f3] = apps.map((app) => app.locks) as [LockApp['locks'], LockApp['locks'], LockApp['locks']];
@@ -90,6 +114,14 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
         Number((await query<{ n: number }>('SELECT count(*)::int AS n FROM locking_waiters'))?.[0]?.n) === WAITERS + BUSY_WAITERS,
     );
     await until(async () => (await listening()) === 3); // f2, f3 and f4 listen for the names they wait for
+    // A leader role across the fleet: f1, f2, f3 stand for it; what each replica is told is recorded in order.
+    const leaders = apps.map((app) => app.app.get(LeaderService));
+    const { told } = await standInOrder(leaders, ROLE);
+    const termBefore = leaders[0]!.term(ROLE)!.token;
+    // The short-lease role: r1 leads, r2 waits.
+    const shortLeaders = short.map((app) => app.app.get(LeaderService));
+    const { told: shortTold } = await standInOrder(shortLeaders, SHORT_ROLE);
+    const shortTermBefore = shortLeaders[0]!.term(SHORT_ROLE)!.token;
     const stampsBefore = Number((await query<{ s: string }>('SELECT max(stamp) AS s FROM locking_log'))![0]!.s);
 
     const sampler = startDbSampler(cluster.url);
@@ -101,9 +133,19 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     await f2.releaseLocks(lastRelease);
     await cluster.killPrimary();
     const killedAt = performance.now();
-    await sleep(500); // the time an operator or Patroni takes to decide
+    await sleep(DECISION_MS); // the time an operator or Patroni takes to decide
     await cluster.promoteStandby();
     const promotedAt = performance.now();
+
+    // The short-lease leader was told before the new primary took writes; a leader is elected after the promotion,
+    // with the next token (the term written before the kill was on the synchronous standby).
+    await until(() => shortTold.some((change) => change.leading && change.token > shortTermBefore), 10_000);
+    const shortToldAt = shortTold.find((change) => !change.leading && change.token === shortTermBefore)?.t;
+    const shortElected = shortTold.find((change) => change.leading && change.token > shortTermBefore)!;
+    expect(shortToldAt).toBeLessThan(promotedAt);
+    expect(shortElected.token).toBe(shortTermBefore + 1);
+    const shortElectedMs = shortElected.t - promotedAt;
+    expect(mostLeadersAtOnce(shortTold)).toBe(1);
 
     await until(async () => (await appIdsHeld()) === 3, 15_000);
     const appIdsMs = performance.now() - promotedAt;
@@ -112,6 +154,20 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
     const listeningMs = performance.now() - promotedAt;
     // No wait ended during the failover: each failure granted nothing (known, or found out by looking).
     expect(outcomes.filter((o) => o.at !== undefined)).toEqual([]);
+
+    // The leader kept its term through the failover (shorter than its lease); it resigns on the new primary, and the
+    // next candidate is elected with a larger token: the term written before the kill was on the standby.
+    expect(leaders[0]!.term(ROLE)?.token).toBe(termBefore);
+    const seen = told.length;
+    const resignedAt = performance.now();
+    await leaders[0]!.resign(ROLE);
+    await until(() => told.slice(seen).some((change) => change.leading), 5000);
+    const elected = told.slice(seen).find((change) => change.leading)!;
+    const electedMs = elected.t - resignedAt;
+    const electedAfterPromotionMs = elected.t - promotedAt;
+    expect(elected.token).toBe(termBefore + 1);
+    expect(electedMs).toBeLessThan(2000); // woken by the notification, not by the re-check (60 s)
+    expect(mostLeadersAtOnce(told)).toBe(1);
 
     // The holder kept its grants (the failover was shorter than the lease) and releases them now.
     expect(signals.map((s) => s.aborted)).toEqual(held.map(() => false));
@@ -163,8 +219,14 @@ describeWithStandby('a failover to a synchronous standby (PostgreSQL)', () => {
       `failover figures: app ids held again ${appIdsMs.toFixed(0)} ms after promotion; listening again ` +
         `${listeningMs.toFixed(0)} ms after it; ${WAITERS} waits granted ${Math.min(...wakeMs).toFixed(0)}–` +
         `${Math.max(...wakeMs).toFixed(0)} ms after their release; the release just before the kill was ` +
-        `${lostRelease ? `lost, the lock free again ${lastFreeMs.toFixed(0)} ms after the kill` : 'kept'}\n`,
+        `${lostRelease ? `lost, the lock free again ${lastFreeMs.toFixed(0)} ms after the kill` : 'kept'}; the leader kept ` +
+        `term ${termBefore} through it, and on its resign term ${elected.token} was elected ${electedMs.toFixed(0)} ms later ` +
+        `(${electedAfterPromotionMs.toFixed(0)} ms after the promotion); the short-lease leader (lease ${SHORT_LEASE_MS} ms) ` +
+        `was told ${(shortToldAt! - killedAt).toFixed(0)} ms after the kill, and term ${shortElected.token} ` +
+        `was elected ${shortElectedMs.toFixed(0)} ms after the promotion\n`,
     );
+    for (const service of leaders) await service.resign(ROLE);
+    for (const service of shortLeaders) await service.resign(SHORT_ROLE);
     await until(async () => Number((await query<{ n: number }>('SELECT count(*)::int AS n FROM locking'))?.[0]?.n) === 0, LEASE_MS + 3000);
   }, 90_000);
 });

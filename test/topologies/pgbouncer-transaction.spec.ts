@@ -3,15 +3,18 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import {
   AppIdInUseError,
   IllegalMonitorStateError,
+  LeaderService,
   LockConfigurationError,
   LockService,
   WithLocks,
 } from 'nestjs-db-locks';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detectPoolTopology, poolKeepsSessions } from '../../lib/store/postgres/postgres-pooler.util.js';
 import { runCheckedWorkers } from '../support/checked-workers.js';
+import { mostLeadersAtOnce, quantile, standInOrder } from '../support/leader-fleet.js';
 import { startDbSampler } from '../support/invariant-checker.js';
 import { createLockApp, trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../support/pgbouncer-server.mjs';
@@ -53,6 +56,8 @@ class Ledger {
 
 /** Attempts per concurrent client (a count, not a duration: the machine may be loaded). */
 const ATTEMPTS = 40;
+/** Hand-overs of a leader role by resign, for the median and the 99th percentile. */
+const HAND_OVERS = 30;
 
 const run = pgbouncerInstalled() ? describe : describe.skip;
 
@@ -207,6 +212,37 @@ run('through PgBouncer in transaction mode (Debian 1.18: no prepared statements)
     // Woken by the notification: the re-check timer (waitRecheckMs 10 s) cannot explain it.
     expect(Date.now() - released).toBeLessThan(5000);
     await two.locks.releaseLocks(stamp);
+  });
+
+  it('elects one leader at a time, and hands the role over on resign woken by the database (LISTEN on the direct connection)', async () => {
+    const role = 'pooled-role';
+    const replicas = await Promise.all(['l1', 'l2', 'l3'].map((appId) => open(appId)));
+    const leaders = replicas.map((replica) => replica.app.get(LeaderService));
+    const { told, stand } = await standInOrder(leaders, role);
+    await sleep(300); // the candidates wait, listening
+    const handOvers: number[] = [];
+    for (let i = 0; i < HAND_OVERS; i++) {
+      const leader = leaders.findIndex((service) => service.isLeader(role));
+      expect(leader).toBeGreaterThanOrEqual(0);
+      const seen = told.length;
+      const resigned = performance.now();
+      await leaders[leader]!.resign(role);
+      await until(() => told.slice(seen).some((change) => change.leading), 5000);
+      handOvers.push(told.slice(seen).find((change) => change.leading)!.t - resigned);
+      stand(leader); // at the back of the queue
+    }
+    // At every instant one replica at most believed it led; each term's token is larger than the last.
+    expect(mostLeadersAtOnce(told)).toBe(1);
+    const tokens = told.filter((change) => change.leading).map((change) => change.token);
+    expect(tokens).toEqual([...tokens].sort((a, b) => a - b));
+    expect(new Set(tokens).size).toBe(HAND_OVERS + 1);
+    // Woken by the release's notification: the re-check timer (waitRecheckMs 10 s) cannot explain any of them.
+    expect(Math.max(...handOvers)).toBeLessThan(2000);
+    process.stdout.write(
+      `leader hand-over on resign through PgBouncer (transaction mode, directUrl), ${HAND_OVERS} hand-overs: ` +
+        `median ${quantile(handOvers, 0.5).toFixed(1)} ms, p99 ${quantile(handOvers, 0.99).toFixed(1)} ms, max ${Math.max(...handOvers).toFixed(1)} ms\n`,
+    );
+    for (const service of leaders) await service.resign(role);
   });
 
   it('refuses a twin, and keeps every advisory lock on a direct session, none on a pooled server connection', async () => {

@@ -1,5 +1,6 @@
 import { LEADER_LOCK_PREFIX } from '../../leader/leader-role.util.js';
 import { LIVE } from '../lock-sql.constants.js';
+import { DURABLE_COMMIT } from './postgres-lock.queries.sql.js';
 
 /**
  * The statements of leader election on PostgreSQL (`locking_leaders`), parameterised.
@@ -12,6 +13,8 @@ import { LIVE } from '../lock-sql.constants.js';
  * lock (a permits row giving it more than one writer), and no grant with a larger stamp has won the role. The
  * ON CONFLICT clause re-reads the role's latest row (READ COMMITTED), so two elections of one role are serialised on
  * its row and a stale one updates nothing. Again under the same stamp, it returns the same term. No row: not elected.
+ * Its commit waits for the WAL flush (and a synchronous standby) even on a session with `synchronous_commit = off`: a
+ * term lost in a crash or a failover would be handed out again, the fencing token going back under a leader that holds it.
  */
 export const ELECT_LEADER = `INSERT INTO locking_leaders AS t (role, term, stamp, app_id, instance, elected)
 SELECT $1::varchar, 1, $2::bigint, $3::varchar, $4::varchar, clock_timestamp()
@@ -23,7 +26,7 @@ ON CONFLICT (role) DO UPDATE SET
   elected = CASE WHEN t.stamp < excluded.stamp THEN excluded.elected ELSE t.elected END,
   stamp = excluded.stamp, app_id = excluded.app_id, instance = excluded.instance
  WHERE t.stamp <= excluded.stamp
-RETURNING t.term::text AS term, (extract(epoch FROM t.elected) * 1000)::float8 AS elected_ms`;
+RETURNING t.term::text AS term, (extract(epoch FROM t.elected) * 1000)::float8 AS elected_ms, ${DURABLE_COMMIT}`;
 
 /** `leader:`, and where the role begins in a role's lock name (1-based). */
 const PREFIX = `'${LEADER_LOCK_PREFIX}'`;

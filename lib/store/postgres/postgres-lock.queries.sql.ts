@@ -12,8 +12,9 @@ export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
  * A column that makes the statement's own commit wait for the WAL flush even when the session runs with
  * `synchronous_commit = off` (an application may set it for speed): a grant or a renewal lost in a server crash would
  * let another instance take a lock its holder still believes it holds. Stronger settings (`remote_apply`, …) stay.
+ * @internal
  */
-const DURABLE_COMMIT = `CASE WHEN current_setting('synchronous_commit') = 'off'
+export const DURABLE_COMMIT = `CASE WHEN current_setting('synchronous_commit') = 'off'
   THEN set_config('synchronous_commit', 'on', true) END AS durable`;
 
 /** $1 app id, $2 instance, $3 names, $4 modes ('R'/'W') of all groups in a row, $5 the (1-based, inclusive) end of
