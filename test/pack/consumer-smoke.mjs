@@ -24,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 import { startPrivateMariadb } from '../support/mariadb-server.mjs';
-import { runOwnConnectionConsumer } from './own-connection-consumer.mjs';
+import { runOwnConnectionConsumer, writeConsumerTsconfig } from './own-connection-consumer.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -90,16 +90,7 @@ writeFileSync(
     ]),
   }),
 );
-writeFileSync(
-  join(app, 'tsconfig.json'),
-  JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
-      experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'], lib: ['ES2023', 'DOM'],
-    },
-    include: ['src'],
-  }),
-);
+writeConsumerTsconfig(app);
 /**
  * The application: a controller method under `@WithLocks` and a `tryLocks` call, checked through HTTP. The same source
  * compiles to an ES module (`app/`) and to CommonJS (`app/cjs/`, where `import` becomes `require()`).

@@ -22,6 +22,24 @@ import { join } from 'node:path';
  * @property {string} tsc the TypeScript compiler
  */
 
+/**
+ * The tsconfig.json of a consumer application in `dir` (its sources in `src/`, compiled to `dist/`), as a Nest
+ * application with `"module": "nodenext"` has it.
+ * @param {string} dir
+ */
+export function writeConsumerTsconfig(dir) {
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
+        experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'], lib: ['ES2023', 'DOM'],
+      },
+      include: ['src'],
+    }),
+  );
+}
+
 /** How long the application may take to answer, end its work and exit by itself. */
 const RUN_TIMEOUT_MS = 120_000;
 
@@ -183,16 +201,7 @@ export function runOwnConnectionConsumer({ work, tarball, versionOf, mysql, data
       .map((name) => [name, versionOf(name)]),
   ]);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'fresh-nest-app-own-connection', private: true, type: 'module', dependencies }));
-  writeFileSync(
-    join(app, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
-        experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'], lib: ['ES2023', 'DOM'],
-      },
-      include: ['src'],
-    }),
-  );
+  writeConsumerTsconfig(app);
   const source = mainSource(mysql);
   writeFileSync(join(app, 'src', 'main.ts'), source);
   for (const text of [readFileSync(join(app, 'package.json'), 'utf8'), source]) {
@@ -209,9 +218,9 @@ export function runOwnConnectionConsumer({ work, tarball, versionOf, mysql, data
   const peerWarnings = install.stderr.split('\n').filter((line) => /peer|ERESOLVE|conflict/i.test(line));
   if (peerWarnings.length > 0) throw new Error(`npm install warned about peers:\n${install.stderr}`);
   const typeorm = JSON.parse(readFileSync(join(app, 'node_modules', 'typeorm', 'package.json'), 'utf8')).version;
-  if (!existsSync(join(app, 'node_modules', '@nestjs', 'typeorm', 'package.json'))) {
-    throw new Error('npm did not install the peer @nestjs/typeorm');
-  }
+  const nestTypeormPackage = join(app, 'node_modules', '@nestjs', 'typeorm', 'package.json');
+  if (!existsSync(nestTypeormPackage)) throw new Error('npm did not install the peer @nestjs/typeorm');
+  const nestTypeorm = JSON.parse(readFileSync(nestTypeormPackage, 'utf8')).version;
   run(tsc, ['-p', 'tsconfig.json'], app, toolEnv);
 
   // The deploy step: the command line from node_modules/.bin creates the lock tables, then finds none pending.
@@ -244,7 +253,7 @@ export function runOwnConnectionConsumer({ work, tarball, versionOf, mysql, data
   }
   const seconds = (performance.now() - started) / 1000;
   console.log(
-    `consumer without TypeORM ok (${mysql ? 'MariaDB, mysql2' : 'PostgreSQL, pg'}; npm installed the peer typeorm@${typeorm}): ` +
+    `consumer without TypeORM ok (${mysql ? 'MariaDB, mysql2' : 'PostgreSQL, pg'}; npm installed the peers typeorm@${typeorm} and @nestjs/typeorm@${nestTypeorm}): ` +
       `\`nestjs-db-locks migrate\` (${migrated.trim().split('\n').length} lines), HTTP 201 for a fenced repayment, ` +
       `409 for one whose grant was forced free before its commit (rolled back: "${lostMessage}"), exited by itself; ${seconds.toFixed(0)} s`,
   );
