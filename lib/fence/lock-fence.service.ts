@@ -37,8 +37,8 @@ export class LockFence {
 
   /** @internal Nest's injector creates the service: inject `LockFence`. */
   constructor(
-    @Inject(LOCK_DATA_SOURCE) dataSource: DataSource,
-    private readonly leases: LockLeases,
+    @Inject(LOCK_DATA_SOURCE) dataSource: Pick<DataSource, 'options'>,
+    protected readonly leases: LockLeases,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {
     this.dialect = lockDialectOf(dataSource);
@@ -166,7 +166,7 @@ export class LockFence {
   }
 
   /** Sends the fence; a grant found lost is told to its signal and thrown as `LockLostError`. */
-  private async send(statement: LockFenceStatement, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
+  protected async send(statement: LockFenceStatement, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
     const [stamp] = statement.params;
     let result: unknown;
     try {
@@ -189,7 +189,8 @@ export class LockFence {
     }
   }
 
-  private lost(stamp: number): LockLostError {
+  /** `stamp` found lost by its fence: told to its signal, and the error to throw. */
+  protected lost(stamp: number): LockLostError {
     const reason = 'the fence found it reaped, released, forced or its lease over';
     this.leases.lose(stamp, reason);
     return new LockLostError(stamp, reason);

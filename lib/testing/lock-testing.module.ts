@@ -3,6 +3,8 @@ import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { LockAdminService } from '../admin/lock-admin.service.js';
+import { LockFence } from '../fence/lock-fence.service.js';
+import { MemoryLockFence } from '../fence/memory-lock-fence.service.js';
 import { LockHttpInterceptor } from '../interceptors/lock-http.interceptor.js';
 import type { LockModuleOptions } from '../interfaces/index.js';
 import { JobRunStore } from '../store/job-runs.store.js';
@@ -14,6 +16,7 @@ import { LOCK_DATA_SOURCE, LOCK_TABLES, RESOLVED_LOCK_OPTIONS } from '../lock.co
 import { DEFAULT_LOCK_TABLES } from '../store/lock-tables.util.js';
 import { LOCK_MODULE_OPTIONS } from '../lock.module-definition.js';
 import { LOCK_ENGINE_PROVIDERS } from '../lock.providers.js';
+import { LockLeases } from '../services/lock-leases.service.js';
 import { LockService } from '../services/lock.service.js';
 import { LockStore } from '../store/lock.store.js';
 import { MemoryLockAdminStore } from '../store/memory/memory-lock-admin.store.js';
@@ -45,15 +48,16 @@ export interface LockTestingModuleOptions extends Partial<LockModuleOptions> {
    */
   readonly mountHttpInterceptor?: boolean;
   /**
-   * Whether `LockService` and `LockAdminService` are injectable everywhere without importing the module again.
+   * Whether `LockService`, `LockAdminService` and `LockFence` are injectable everywhere without importing the module
+   * again.
    * @default true
    */
   readonly isGlobal?: boolean;
 }
 
 /**
- * `LockModule` for unit tests: the real `LockService`, `@WithLocks` (with the HTTP interceptor's status codes) and
- * `LockAdminService`, over locks kept in memory (`InMemoryLockDatabase`) with the engine's semantics: groups granted
+ * `LockModule` for unit tests: the real `LockService`, `@WithLocks` (with the HTTP interceptor's status codes),
+ * `LockAdminService` and `LockFence` (its fence checks the grant in memory), over locks kept in memory (`InMemoryLockDatabase`) with the engine's semantics: groups granted
  * whole or not at all, permits per name and mode, writer preference in waiting order, wake-ups, leases with renewal,
  * expiry and the reaper, monotonic stamps, forced release and its log, one live instance per `appId`. No database, no
  * TypeORM configuration and no `ScheduleModule` are needed.
@@ -93,6 +97,12 @@ export class LockTestingModule {
         useFactory: (resolved: ResolvedLockOptions) => new MemoryLockStore(database, resolved),
         inject: [RESOLVED_LOCK_OPTIONS],
       },
+      {
+        provide: LockFence,
+        useFactory: (leases: LockLeases, resolved: ResolvedLockOptions, store: MemoryLockStore) =>
+          new MemoryLockFence(leases, resolved, store),
+        inject: [LockLeases, RESOLVED_LOCK_OPTIONS, LockStore],
+      },
       { provide: JobRunStore, useFactory: () => new MemoryJobRunStore(database) },
       { provide: LeaderTermStore, useFactory: () => new MemoryLeaderTermStore(database) },
       {
@@ -109,7 +119,7 @@ export class LockTestingModule {
       global: isGlobal,
       imports: [DiscoveryModule],
       providers,
-      exports: [LockService, LockAdminService, LeaderService, InMemoryLockDatabase],
+      exports: [LockService, LockAdminService, LeaderService, LockFence, InMemoryLockDatabase],
     };
   }
 }

@@ -10,7 +10,11 @@
 //   --node MAJOR    install and run the application with that Node.js major (the `node` package of the npm registry)
 //                   instead of the Node.js running this script;
 //   --mysql         the application on MariaDB (`MYSQL_URL`, or a private MariaDB started from the installed
-//                   mariadb-server) with `mysql2`, instead of PostgreSQL with `pg`.
+//                   mariadb-server) with `mysql2`, instead of PostgreSQL with `pg`;
+//   --own-connection-only  only the second application (below), not the TypeORM one.
+// Then a second application, with no TypeORM of its own (test/pack/own-connection-consumer.mjs), on a database of its
+// own on the same server: `LockModule.forRoot({ appId, url })`, `nestjs-db-locks migrate`, a fenced `pg`/`mysql2`
+// transaction.
 // The install uses `--engine-strict` (npm refuses any package whose `engines` excludes the Node.js in use) except for
 // Nest 12 on Node.js < 22: Nest 12's @nestjs/common depends on file-type 22, which declares Node.js >= 22 (npm warns
 // EBADENGINE; the README and docs/development.md say so).
@@ -20,6 +24,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { startEmbeddedPostgres } from '../../sample-app/src/database/embedded-postgres.js';
 import { startPrivateMariadb } from '../support/mariadb-server.mjs';
+import { runOwnConnectionConsumer, writeConsumerTsconfig } from './own-connection-consumer.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const own = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
@@ -35,6 +40,7 @@ const tarball = join(work, run('npm', ['pack', '--silent', '--pack-destination',
 /** The lower bound of each peer range that has several majors, e.g. `^11.0.0 || ^12.0.0` → `^11.0.0`. */
 const OLDEST = process.argv.includes('--oldest-peers');
 const MYSQL = process.argv.includes('--mysql');
+const OWN_CONNECTION_ONLY = process.argv.includes('--own-connection-only');
 /** The driver the application installs, and how its TypeORM DataSource and LockModule are configured. */
 const DRIVER = MYSQL ? 'mysql2' : 'pg';
 const DATA_SOURCE = MYSQL
@@ -84,16 +90,7 @@ writeFileSync(
     ]),
   }),
 );
-writeFileSync(
-  join(app, 'tsconfig.json'),
-  JSON.stringify({
-    compilerOptions: {
-      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, outDir: 'dist',
-      experimentalDecorators: true, emitDecoratorMetadata: true, skipLibCheck: true, types: ['node'], lib: ['ES2023', 'DOM'],
-    },
-    include: ['src'],
-  }),
-);
+writeConsumerTsconfig(app);
 /**
  * The application: a controller method under `@WithLocks` and a `tryLocks` call, checked through HTTP. The same source
  * compiles to an ES module (`app/`) and to CommonJS (`app/cjs/`, where `import` becomes `require()`).
@@ -196,21 +193,24 @@ writeFileSync(
 );
 writeFileSync(join(cjs, 'src', 'main.ts'), mainSource('consumer-cjs'));
 
-run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...(engineStrict ? ['--engine-strict'] : [])], app);
-run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], app);
-run(join(root, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.json'], cjs);
-const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', DRIVER].map(
-  (name) => `${name}@${JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version}`,
-);
-console.log(
-  `consumer app with ${installed.join(', ')} on Node.js ${nodeVersion}` +
-    (engineStrict ? ' (installed with --engine-strict)' : ''),
-);
+const tsc = join(root, 'node_modules/.bin/tsc');
+if (!OWN_CONNECTION_ONLY) {
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...(engineStrict ? ['--engine-strict'] : [])], app);
+  run(tsc, ['-p', 'tsconfig.json'], app);
+  run(tsc, ['-p', 'tsconfig.json'], cjs);
+  const installed = ['@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm', 'typeorm', DRIVER].map(
+    (name) => `${name}@${JSON.parse(readFileSync(join(app, 'node_modules', name, 'package.json'), 'utf8')).version}`,
+  );
+  console.log(
+    `consumer app with ${installed.join(', ')} on Node.js ${nodeVersion}` +
+      (engineStrict ? ' (installed with --engine-strict)' : ''),
+  );
 
-// The command line of the installed package, through npx as a user runs it (no download: it is installed).
-const cliVersion = run('npx', ['--no-install', 'nestjs-db-locks', '--version'], app).trim();
-if (cliVersion !== own.version) throw new Error(`npx nestjs-db-locks --version printed ${cliVersion}, expected ${own.version}`);
-console.log(`npx nestjs-db-locks --version: ${cliVersion}`);
+  // The command line of the installed package, through npx as a user runs it (no download: it is installed).
+  const cliVersion = run('npx', ['--no-install', 'nestjs-db-locks', '--version'], app).trim();
+  if (cliVersion !== own.version) throw new Error(`npx nestjs-db-locks --version printed ${cliVersion}, expected ${own.version}`);
+  console.log(`npx nestjs-db-locks --version: ${cliVersion}`);
+}
 
 const parent = mkdtempSync(join(tmpdir(), 'ndl-consumer-db-'));
 chmodSync(parent, 0o755);
@@ -229,20 +229,47 @@ async function openDatabase() {
   const pg = await startEmbeddedPostgres({ dataDir: join(parent, 'pg'), persistent: false });
   return { url: pg.url, server: pg };
 }
+/**
+ * A new, empty database `name` on the server of `url` (dropped first if it exists); returns its URL.
+ * @type {(url: string, name: string) => Promise<string>}
+ */
+async function createDatabase(url, name) {
+  if (MYSQL) {
+    const { createConnection } = await import('mysql2/promise');
+    const admin = await createConnection({ uri: url });
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    await admin.end();
+  } else {
+    const { default: pg } = await import('pg');
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+  }
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  return target.toString();
+}
 const { url: databaseUrl, server } = await openDatabase();
 const env = { ...process.env, DATABASE_URL: databaseUrl };
 try {
-  for (const [dir, format] of [[app, 'ES module'], [cjs, 'CommonJS']]) {
+  for (const [dir, format] of OWN_CONNECTION_ONLY ? [] : [[app, 'ES module'], [cjs, 'CommonJS']]) {
     const out = run('node', ['dist/main.js'], dir, { ...toolEnv, DATABASE_URL: env.DATABASE_URL });
     process.stdout.write(out);
     if (!out.includes(`consumer ok (${format},`)) throw new Error(`the ${format} application did not report success`);
   }
   // The applications ran the migrations: the command line finds none pending (exit code 0) and reads the tables.
-  const cliEnv = { ...toolEnv, DATABASE_URL: env.DATABASE_URL };
-  process.stdout.write(run('npx', ['--no-install', 'nestjs-db-locks', 'migrate', '--check'], app, cliEnv));
-  const status = JSON.parse(run('npx', ['--no-install', 'nestjs-db-locks', 'status', '--json'], app, cliEnv));
-  if (!Array.isArray(status.grants) || !Array.isArray(status.log)) throw new Error('nestjs-db-locks status --json: unexpected output');
-  console.log(`npx nestjs-db-locks status --json: ${status.grants.length} grants, ${status.log.length} log rows`);
+  if (!OWN_CONNECTION_ONLY) {
+    const cliEnv = { ...toolEnv, DATABASE_URL: env.DATABASE_URL };
+    process.stdout.write(run('npx', ['--no-install', 'nestjs-db-locks', 'migrate', '--check'], app, cliEnv));
+    const status = JSON.parse(run('npx', ['--no-install', 'nestjs-db-locks', 'status', '--json'], app, cliEnv));
+    if (!Array.isArray(status.grants) || !Array.isArray(status.log)) throw new Error('nestjs-db-locks status --json: unexpected output');
+    console.log(`npx nestjs-db-locks status --json: ${status.grants.length} grants, ${status.log.length} log rows`);
+  }
+  const ownDatabase = await createDatabase(databaseUrl, 'consumer_own');
+  runOwnConnectionConsumer({ work, tarball, versionOf, mysql: MYSQL, databaseUrl: ownDatabase, toolEnv, engineStrict, tsc });
 } finally {
   await server?.stop();
   rmSync(work, { recursive: true, force: true });

@@ -4,25 +4,18 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
-import { LockModule, LockService } from 'nestjs-db-locks';
+import { LockService } from 'nestjs-db-locks';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childDatabaseModule, lockDialect } from './child-database.mjs';
+import { childLockImports } from './child-database.mjs';
 
 /** @param {Record<string, unknown>} event */
 const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const env = process.env;
 
 class ContenderModule {}
-Module({
-  imports: [
-    childDatabaseModule(),
-    ScheduleModule.forRoot(),
-    LockModule.forRoot({ ...lockDialect, appId: env.APP_ID ?? 'contender' }),
-  ],
-})(ContenderModule);
+Module({ imports: childLockImports({ appId: env.APP_ID ?? 'contender' }) })(ContenderModule);
 
 const app = await NestFactory.createApplicationContext(ContenderModule, { logger: ['error'] });
 const locks = app.get(LockService);

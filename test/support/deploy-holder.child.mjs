@@ -8,10 +8,9 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
-import { LockModule, LockService } from 'nestjs-db-locks';
+import { LockService } from 'nestjs-db-locks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childDatabaseModule, lockDialect } from './child-database.mjs';
+import { childLockImports } from './child-database.mjs';
 
 /** @param {Record<string, unknown>} event */
 const report = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -33,16 +32,11 @@ class LateRelease {
 
 class DeployModule {}
 Module({
-  imports: [
-    childDatabaseModule(),
-    ScheduleModule.forRoot(),
-    LockModule.forRoot({
-      ...lockDialect,
-      appId: env.APP_ID ?? 'deploy',
-      shutdownGraceMs: env.GRACE_MS ? Number(env.GRACE_MS) : undefined,
-      reaperIntervalMs: 0,
-    }),
-  ],
+  imports: childLockImports({
+    appId: env.APP_ID ?? 'deploy',
+    shutdownGraceMs: env.GRACE_MS ? Number(env.GRACE_MS) : undefined,
+    reaperIntervalMs: 0,
+  }),
   providers: [LateRelease],
 })(DeployModule);
 

@@ -10,11 +10,10 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ScheduleModule } from '@nestjs/schedule';
-import { LockError, LockModule, LockService } from 'nestjs-db-locks';
+import { LockError, LockService } from 'nestjs-db-locks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { childDatabaseModule, isMysql, lockDialect } from './child-database.mjs';
+import { childLockImports, isMysql } from './child-database.mjs';
 import { DataSource } from 'typeorm';
 
 /** @param {Record<string, unknown>} event */
@@ -29,19 +28,14 @@ const leaseMs = Number(env.LEASE_MS ?? 2000);
 
 class WorkerModule {}
 Module({
-  imports: [
-    childDatabaseModule(),
-    ScheduleModule.forRoot(),
-    LockModule.forRoot({
-      ...lockDialect,
-      appId,
-      leaseMs,
-      renewIntervalMs: Number(env.RENEW_MS ?? 300),
-      reaperIntervalMs: Number(env.REAPER_MS ?? 500),
-      queryTimeoutMs: Number(env.QUERY_TIMEOUT_MS ?? 1000),
-      waitRecheckMs: 500,
-    }),
-  ],
+  imports: childLockImports({
+    appId,
+    leaseMs,
+    renewIntervalMs: Number(env.RENEW_MS ?? 300),
+    reaperIntervalMs: Number(env.REAPER_MS ?? 500),
+    queryTimeoutMs: Number(env.QUERY_TIMEOUT_MS ?? 1000),
+    waitRecheckMs: 500,
+  }),
 })(WorkerModule);
 
 let app;

@@ -117,6 +117,8 @@ export class PostgresSessionSource {
     const statesTls = url.searchParams.has('sslmode') || url.searchParams.has('ssl');
     const config: PoolConfig = {
       connectionString: url.toString(),
+      // Named as the library's other connections in pg_stat_activity (an application_name in the URL wins).
+      application_name: `nestjs-db-locks ${this.options.appId} ${this.options.instance}`.slice(0, 63),
       max: DIRECT_POOL_SIZE,
       // Its sessions are checked out for their whole life and destroyed at their end; the connections the start-up
       // check gives back close at once instead of idling (and keeping the process alive) with no session on them.
