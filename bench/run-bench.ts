@@ -4,7 +4,8 @@
 // rotates from round to round. Then the cost of telemetry: W1 with telemetry off against telemetry on with the
 // OpenTelemetry SDK registered, interleaved the same way. Last, once the PostgreSQL server is gone, the MariaDB rows
 // (mysql-bench.ts). BENCH_STRICT=1 exits 1 when a target is missed; BENCH_ONLY=telemetry measures the telemetry rows
-// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone.
+// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone, BENCH_ONLY=cpu the
+// library's client CPU per W1 cycle against bare `pg` alone (cpu-per-call.ts).
 // BENCH_BASELINE=<another checkout, built> adds that checkout's library to W1, W2 and W3, in the same rounds, with a
 // target: within 3 % of it (a change must not cost the hot path).
 import 'reflect-metadata';
@@ -33,6 +34,7 @@ import {
   targetsHeader,
   telemetryTarget,
 } from './report.js';
+import { cpuTarget, formatCpu, measureCpuPerCall } from './cpu-per-call.js';
 import { measureGroupBreakdown } from './group-breakdown.js';
 import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes } from './group-size.js';
 import { formatSoak, runSoak, soakTargets } from './soak.js';
@@ -80,9 +82,12 @@ function contendersFor(url: string, workload: Workload): Contender[] {
 }
 
 /** What `BENCH_ONLY` may name: those rows are measured alone. */
-const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads'] as const;
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu'] as const;
 
-/** `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql` or `workloads` (W1, W2, W3 and their targets) alone. */
+/**
+ * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets) or `cpu` (the client CPU
+ * per W1 cycle against bare `pg`) alone.
+ */
 function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
   const known = ONLY.find((name) => name === only);
@@ -138,6 +143,13 @@ async function measureBreakdown(database: BenchDatabase, plan: BenchPlan): Promi
 async function explainW1(database: BenchDatabase, measurements: readonly Measurement[]): Promise<string[]> {
   const w1 = measurements.filter((m) => m.workload === W1.id);
   return [...formatBreakdown(w1), '', ...(await measureServerTime(database, w1))];
+}
+
+/** The client CPU per W1 cycle against bare `pg` (`BENCH_ONLY=cpu`, or in the whole run), with its target. */
+async function cpuPart(database: BenchDatabase, plan: BenchPlan): Promise<RunPart> {
+  const result = await measureCpuPerCall(database, plan.rounds);
+  const target = cpuTarget(result);
+  return { lines: [...formatCpu(result), '', formatTargets([target])], missed: target.met ? [] : [target.label] };
 }
 
 /** `BENCH_ONLY=groups`: the group-size table alone. */
@@ -213,9 +225,11 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   let groups: GroupSizeRow[] = [];
   let groupBreakdown: string[] = [];
   let breakdown: string[] = [];
+  let cpu: RunPart = { lines: [], missed: [] };
   if (!telemetryOnly) {
     measurements.push(...(await measureWorkloads(database, plan)));
     breakdown = await explainW1(database, measurements);
+    cpu = await cpuPart(database, plan);
     handoff = await measureHandoff(database.url, handoffCount());
     groups = await measureGroupSizes(database);
     groupBreakdown = await measureGroupBreakdown(database);
@@ -228,6 +242,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   const missed = [
     ...[...targets, overhead].filter((t) => !t.met).map((t) => t.label),
     ...(handoffMet ? [] : ['hand-off median']),
+    ...cpu.missed,
   ];
   const main = telemetryOnly
     ? []
@@ -235,6 +250,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
         ...formatWorkloads(measurements, targets, plan),
         '',
         ...breakdown,
+        '',
+        ...cpu.lines,
         '',
         ...formatHandoff(handoff),
         '',
@@ -308,6 +325,11 @@ async function main(): Promise<number> {
     if (only === 'w1') {
       console.log(['', ...(await measureBreakdown(database, plan))].join('\n'));
       return 0;
+    }
+    if (only === 'cpu') {
+      const part = await cpuPart(database, plan);
+      console.log(['', ...part.lines].join('\n'));
+      return summary(part.missed);
     }
     if (only === 'workloads') {
       const part = await workloadsOnly(database, plan);
