@@ -16,10 +16,9 @@ import { spreadOf } from './stats.js';
 /** Target of issue 41: the library's client CPU per cycle at most this many times bare `pg`'s. */
 const CPU_TARGET = 1.5;
 const NAME = 'bench_cpu';
-const GROUP = [{ name: NAME, mode: 'write' as const }];
 
 /** One depth of the client: one uncontended acquire + release. */
-interface Layer {
+export interface Layer {
   readonly id: 'bare' | 'store' | 'acquisitions' | 'library';
   readonly label: string;
   cycle(): Promise<void>;
@@ -28,9 +27,9 @@ interface Layer {
 /** The parts of the library's services a layer calls below `LockService` (private fields, read for the bench only). */
 interface Internals {
   readonly acquisitions: {
-    acquire(group: typeof GROUP, waitMs: number, signal: undefined): Promise<number>;
+    acquire(group: Group, waitMs: number, signal: undefined): Promise<number>;
     release(stamp: number): Promise<void>;
-    readonly store: { tryAcquire(group: typeof GROUP): Promise<number>; release(stamp: number): Promise<boolean> };
+    readonly store: { tryAcquire(group: Group): Promise<number>; release(stamp: number): Promise<boolean> };
     readonly options: {
       appId: string;
       instance: string;
@@ -42,12 +41,19 @@ interface Internals {
 }
 
 function granted(stamp: number): number {
-  if (stamp <= 0) throw new Error(`the CPU bench's lock ${NAME} was busy`);
+  if (stamp <= 0) throw new Error("the CPU bench's lock was busy");
   return stamp;
 }
 
-/** The four layers, from bare `pg` to `LockService`, on one booted application and one dedicated connection. */
-function layersOf(service: LockService, client: pg.Client): Layer[] {
+/** A group of one write lock. */
+type Group = [{ name: string; mode: 'write' }];
+
+/**
+ * The four layers, from bare `pg` to `LockService`, on one booted application and one dedicated connection, all
+ * taking the write lock `name`.
+ */
+export function layersOf(service: LockService, client: pg.Client, name = NAME): Layer[] {
+  const GROUP: Group = [{ name, mode: 'write' }];
   const { acquisitions } = service as unknown as Internals;
   const { store, options } = acquisitions;
   const { appId, instance, defaultPermits, grantLeaseMs, asyncRelease } = options;
@@ -59,7 +65,7 @@ function layersOf(service: LockService, client: pg.Client): Layer[] {
         const { rows } = await client.query<{ stamp: string }>({
           name: 'bench_cpu_try_acquire_one',
           text: TRY_ACQUIRE_ONE,
-          values: [appId, instance, NAME, 'W', null, defaultPermits.read, defaultPermits.write, grantLeaseMs],
+          values: [appId, instance, name, 'W', null, defaultPermits.read, defaultPermits.write, grantLeaseMs],
         });
         const stamp = granted(Number(rows[0]?.stamp ?? 0));
         await client.query({ name: 'bench_cpu_release_one', text: RELEASE_ONE, values: [appId, stamp, asyncRelease] });
