@@ -23,7 +23,9 @@ async function serve(): Promise<void> {
 async function run(layerId: string, cycles: number): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL must name the migrated database (see `serve`)');
-  const app = await bootApplication(url, `bench_cpu_${layerId}_${process.pid}`);
+  // CPU_TELEMETRY=off: the application with `telemetry: { enabled: false }`, to see what the no-op hooks cost.
+  const options = process.env.CPU_TELEMETRY === 'off' ? { telemetry: { enabled: false } } : {};
+  const app = await bootApplication(url, `bench_cpu_${layerId}_${process.pid}`, options);
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
