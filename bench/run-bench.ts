@@ -4,8 +4,9 @@
 // rotates from round to round. Then the cost of telemetry: W1 with telemetry off against telemetry on with the
 // OpenTelemetry SDK registered, interleaved the same way. Last, once the PostgreSQL server is gone, the MariaDB rows
 // (mysql-bench.ts). BENCH_STRICT=1 exits 1 when a target is missed; BENCH_ONLY=telemetry measures the telemetry rows
-// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone, BENCH_ONLY=leader
-// the leader hand-over line alone, BENCH_ONLY=jobs the job tick line alone.
+// alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone, BENCH_ONLY=cpu the
+// library's client CPU per W1 cycle against bare `pg` alone (cpu-per-call.ts), BENCH_ONLY=leader the leader
+// hand-over line alone, BENCH_ONLY=jobs the job tick line alone.
 // BENCH_BASELINE=<another checkout, built> adds that checkout's library to W1, W2 and W3, in the same rounds, with a
 // target: within 3 % of it (a change must not cost the hot path).
 import 'reflect-metadata';
@@ -36,6 +37,7 @@ import {
   targetsHeader,
   telemetryTarget,
 } from './report.js';
+import { cpuTarget, formatCpu, measureCpuPerCall } from './cpu-per-call.js';
 import { measureGroupBreakdown } from './group-breakdown.js';
 import { formatGroupSizes, type GroupSizeRow, groupSizeTarget, measureGroupSizes } from './group-size.js';
 import { formatSoak, runSoak, soakTargets } from './soak.js';
@@ -83,11 +85,11 @@ function contendersFor(url: string, workload: Workload): Contender[] {
 }
 
 /** What `BENCH_ONLY` may name: those rows are measured alone. */
-const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'leader', 'jobs'] as const;
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu', 'leader', 'jobs'] as const;
 
 /**
- * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets), `leader` (the leader
- * hand-over) or `jobs` (the job tick) alone.
+ * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets), `cpu` (the client CPU
+ * per W1 cycle against bare `pg`), `leader` (the leader hand-over) or `jobs` (the job tick) alone.
  */
 function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
@@ -168,6 +170,13 @@ async function explainW1(database: BenchDatabase, measurements: readonly Measure
   return [...formatBreakdown(w1), '', ...(await measureServerTime(database, w1))];
 }
 
+/** The client CPU per W1 cycle against bare `pg` (`BENCH_ONLY=cpu`, or in the whole run), with its target. */
+async function cpuPart(database: BenchDatabase, plan: BenchPlan): Promise<RunPart> {
+  const result = await measureCpuPerCall(database, plan.rounds);
+  const target = cpuTarget(result);
+  return { lines: [...formatCpu(result), '', formatTargets([target])], missed: target.met ? [] : [target.label] };
+}
+
 /** `BENCH_ONLY=groups`: the group-size table alone. */
 async function groupsOnly(database: BenchDatabase): Promise<number> {
   const rows = await measureGroupSizes(database);
@@ -242,9 +251,11 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   let groupBreakdown: string[] = [];
   let breakdown: string[] = [];
   let leaderAndJobs: string[] = [];
+  let cpu: RunPart = { lines: [], missed: [] };
   if (!telemetryOnly) {
     measurements.push(...(await measureWorkloads(database, plan)));
     breakdown = await explainW1(database, measurements);
+    cpu = await cpuPart(database, plan);
     handoff = await measureHandoff(database.url, handoffCount());
     groups = await measureGroupSizes(database);
     groupBreakdown = await measureGroupBreakdown(database);
@@ -258,6 +269,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   const missed = [
     ...[...targets, overhead].filter((t) => !t.met).map((t) => t.label),
     ...(handoffMet ? [] : ['hand-off median']),
+    ...cpu.missed,
   ];
   const main = telemetryOnly
     ? []
@@ -265,6 +277,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
         ...formatWorkloads(measurements, targets, plan),
         '',
         ...breakdown,
+        '',
+        ...cpu.lines,
         '',
         ...formatHandoff(handoff),
         '',
@@ -341,6 +355,11 @@ async function main(): Promise<number> {
     if (only === 'w1') {
       console.log(['', ...(await measureBreakdown(database, plan))].join('\n'));
       return 0;
+    }
+    if (only === 'cpu') {
+      const part = await cpuPart(database, plan);
+      console.log(['', ...part.lines].join('\n'));
+      return summary(part.missed);
     }
     if (only === 'workloads') {
       const part = await workloadsOnly(database, plan);
