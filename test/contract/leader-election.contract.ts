@@ -72,6 +72,16 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
     const waiting = (app: LockApp, count: number) =>
       until(async () => (await app.app.get(LockAdminService).listWaiters({ name: `leader:${role()}` })).length === count);
 
+    /** `one` leads (work that leads until told), then `two` and `three` stand, in that order in the queue. */
+    const queueInOrder = async (one: LockApp, two: LockApp, three: LockApp) => {
+      leaders(one).campaign(role(), leadUntilTold('one'));
+      await until(() => leaders(one).isLeader(role()));
+      leaders(two).campaign(role(), leadUntilTold('two'));
+      await waiting(one, 1);
+      leaders(three).campaign(role(), leadUntilTold('three'));
+      await waiting(one, 2);
+    };
+
     beforeAll(async () => {
       store = await target.open();
     });
@@ -84,12 +94,7 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
 
     it('elects one candidate, then hands over in the candidates\' order on resign, with tokens that grow by one', async () => {
       const [one, two, three] = [await apps.start('one'), await apps.start('two'), await apps.start('three')];
-      leaders(one).campaign(role(), leadUntilTold('one'));
-      await until(() => leaders(one).isLeader(role()));
-      leaders(two).campaign(role(), leadUntilTold('two'));
-      await waiting(one, 1);
-      leaders(three).campaign(role(), leadUntilTold('three'));
-      await waiting(one, 2);
+      await queueInOrder(one, two, three);
       const first = leaders(one).term(role())!;
       expect(leaders(two).isLeader(role())).toBe(false);
       expect(leaders(three).term(role())).toBeUndefined();
@@ -180,12 +185,7 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
         resigned ??= leaders(two).resign(role());
         return elect(...args);
       });
-      leaders(one).campaign(role(), leadUntilTold('one'));
-      await until(() => leaders(one).isLeader(role()));
-      leaders(two).campaign(role(), leadUntilTold('two'));
-      await waiting(one, 1);
-      leaders(three).campaign(role(), leadUntilTold('three'));
-      await waiting(one, 2);
+      await queueInOrder(one, two, three);
       const first = leaders(one).term(role())!.token;
       await leaders(one).resign(role());
       await until(() => resigned !== undefined);
