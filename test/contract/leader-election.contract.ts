@@ -157,7 +157,7 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
       // The terms begun while both stood (read before the resign: it ends a candidacy, and with it the order promise).
       // The resign may land while the next hand-over is in flight: the resigned replica, granted at that moment, does
       // not serve its term (it releases the role at once, its token used up), and the other candidate, still standing,
-      // is then elected again (issue 40).
+      // is then elected again.
       const starts = reports.filter((r) => r.event === 'start');
       await leaders(one).resign(role());
       await leaders(two).resign(role());
