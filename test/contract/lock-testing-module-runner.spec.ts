@@ -113,16 +113,21 @@ describe('LockTestingModule: @WithLocks({ transaction: { runner } }) fenced in m
     expect(audit!.businessDoneAt).toBeInstanceOf(Date); // the nested grant is fenced with the transaction
   });
 
-  it('rolls the transaction back and fails with LockLostError when the grant is forced free before the commit', async () => {
+  /** Repays loan `id`, forcing the grant on `forced` free while the method holds its grants; the runner's record. */
+  async function repayForced(id: number, forced: string): Promise<{ ref: TestingModule; runner: RecordingRunner }> {
     const ref = await start();
-    const runner = ref.get(RecordingRunner);
     const gate = new Gate();
-    const call = ref.get(LoanService).repay(3, gate);
+    const call = ref.get(LoanService).repay(id, gate);
     await gate.reached();
-    const [grant] = await ref.get(LockService).getGrants({ name: 'loan:3' });
+    const [grant] = await ref.get(LockService).getGrants({ name: forced });
     await ref.get(LockAdminService).forceRelease(grant!.stamp, 'test: taken away');
     gate.open();
     await expect(call).rejects.toThrow(LockLostError);
+    return { ref, runner: ref.get(RecordingRunner) };
+  }
+
+  it('rolls the transaction back and fails with LockLostError when the grant is forced free before the commit', async () => {
+    const { ref, runner } = await repayForced(3, 'loan:3');
     expect(runner.events).toEqual(['begin 1', 'rollback 1']);
     expect(runner.committed).toEqual([]);
     expect(runner.executed).toEqual([]);
@@ -130,15 +135,7 @@ describe('LockTestingModule: @WithLocks({ transaction: { runner } }) fenced in m
   });
 
   it('rolls back when the nested call\'s grant is forced free before the outer commit', async () => {
-    const ref = await start();
-    const runner = ref.get(RecordingRunner);
-    const gate = new Gate();
-    const call = ref.get(LoanService).repay(4, gate);
-    await gate.reached();
-    const [audit] = await ref.get(LockService).getGrants({ name: 'AUDIT' });
-    await ref.get(LockAdminService).forceRelease(audit!.stamp, 'test: audit taken away');
-    gate.open();
-    await expect(call).rejects.toThrow(LockLostError);
+    const { runner } = await repayForced(4, 'AUDIT');
     expect(runner.events).toEqual(['begin 1', 'rollback 1']);
     expect(runner.committed).toEqual([]);
   });
