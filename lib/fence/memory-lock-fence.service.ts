@@ -9,8 +9,9 @@ import { LockFence } from './lock-fence.service.js';
  * statement. A grant held by this process and live there (not released, reaped, forced, nor past its lease) is marked
  * business done; any other is refused with `LockLostError`, its signal told, as on a database. Nothing is sent
  * through the application's connection or `execute` but what the real fence sends around it: `fenceAndCommit` sends
- * COMMIT (or ROLLBACK when the grant is lost). The check is not part of the application's transaction: a grant forced
- * free between the fence and the commit is not caught (see docs/testing.md).
+ * COMMIT (or ROLLBACK when the grant is lost). It is also the fence of `@WithLocks({ transaction: { runner } })`: the
+ * check is the runner's transaction's last step, the runner's `execute` is never called. The check is not part of the
+ * application's transaction: a grant forced free between the fence and the commit is not caught (see docs/testing.md).
  * @internal
  */
 export class MemoryLockFence extends LockFence {

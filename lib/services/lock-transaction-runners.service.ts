@@ -1,4 +1,4 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { LockConfigurationError } from '../errors/index.js';
 import { LockFence } from '../fence/lock-fence.service.js';
@@ -17,8 +17,8 @@ export class LockTransactionRunners {
 
   constructor(
     private readonly moduleRef: ModuleRef,
-    /** None in `LockTestingModule`: it has no database of its own to fence on. */
-    @Optional() private readonly lockFence?: LockFence,
+    /** In `LockTestingModule`, `MemoryLockFence`: the grants are checked in memory, nothing is sent through `execute`. */
+    private readonly lockFence: LockFence,
   ) {}
 
   /**
@@ -59,22 +59,19 @@ export class LockTransactionRunners {
 
   /**
    * The runner of one call, checked as at start-up; before anything is taken.
-   * @throws LockConfigurationError as `verify`, or in `LockTestingModule` (no lock tables to fence on).
+   * @throws LockConfigurationError as `verify`.
    */
   forCall(target: string, transaction: ResolvedLockTransaction): LockTransactionRunner {
     this.verify(target, transaction);
-    if (!this.lockFence) {
-      throw new LockConfigurationError(
-        `@WithLocks ${target} fences its runner's transaction on the lock tables, and LockTestingModule has none: ` +
-          'test the method against a database with LockModule (docs/testing.md)',
-      );
-    }
     return this.get(target, transaction.runner!);
   }
 
-  /** Sends the fence of every stamp (in order) through `runner` inside `tx`; throws `LockLostError` for a lost one. */
+  /**
+   * Sends the fence of every stamp (in order) through `runner` inside `tx`; throws `LockLostError` for a lost one. In
+   * `LockTestingModule` each grant is checked in memory instead (`MemoryLockFence`), at the same point.
+   */
   async fence(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void> {
-    await this.lockFence!.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement));
+    await this.lockFence.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement));
   }
 
   private lookUp(target: string, token: LockTransactionRunnerToken): unknown {

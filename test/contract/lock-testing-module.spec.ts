@@ -10,7 +10,6 @@ import {
   LockNotAcquiredError,
   LockService,
   LockTestingModule,
-  type LockTransactionRunner,
   WithLocks,
 } from 'nestjs-db-locks';
 import { Gate } from '../support/gate.js';
@@ -47,25 +46,6 @@ class LedgerService {
   async read(): Promise<string> {
     return 'read';
   }
-}
-
-/** A runner of the application's data layer: counts the transactions it opened. */
-@Injectable()
-class CountingRunner implements LockTransactionRunner<'tx'> {
-  opened = 0;
-  async run<T>(work: (tx: 'tx') => Promise<T>): Promise<T> {
-    this.opened++;
-    return work('tx');
-  }
-  async execute(): Promise<unknown> {
-    return 1;
-  }
-}
-
-@Injectable()
-class BooksService {
-  @WithLocks({ locks: ['BOOKS_WRITE'], transaction: { runner: CountingRunner } })
-  async close(): Promise<void> {}
 }
 
 /** A job ticking every 200 ms, once per tick across the instances that share a database. */
@@ -153,13 +133,6 @@ describe('LockTestingModule: the real LockService over the in-memory store', () 
     await expect(ledger.post()).rejects.toThrow(/dataSource/);
     expect(await ref.get(LockService).getGrants()).toEqual([]);
     expect(await ledger.read()).toBe('read'); // the class's other methods work
-  });
-
-  it('starts with a method in a runner\'s transaction, which fails with LockConfigurationError (nothing taken, no transaction opened)', async () => {
-    const ref = await start([LockTestingModule.forRoot()], [BooksService, CountingRunner]);
-    await expect(ref.get(BooksService).close()).rejects.toThrow(/BooksService\.close fences its runner's transaction on the lock tables, and LockTestingModule has none/);
-    expect(ref.get(CountingRunner).opened).toBe(0);
-    expect(await ref.get(LockService).getGrants()).toEqual([]);
   });
 
   describe('with a DataSource for fenced transactions', () => {
