@@ -14,6 +14,7 @@ import { LockError, LockService } from 'nestjs-db-locks';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { childLockImports, isMysql } from './child-database.mjs';
+import { watchClose } from './close-watch.mjs';
 import { DataSource } from 'typeorm';
 
 /** @param {Record<string, unknown>} event */
@@ -47,6 +48,7 @@ try {
 }
 const locks = app.get(LockService);
 const dataSource = app.get(DataSource);
+const describeClose = watchClose(app, dataSource);
 report({ event: 'started', at: now() });
 
 let running = true;
@@ -154,6 +156,8 @@ while (running) {
 
 const closing = now();
 report({ event: 'closing' });
+// A close that lasts says where it is (the harness gives up at 30 s and quotes the last of these).
+for (const afterMs of [10_000, 25_000]) setTimeout(() => report({ event: 'close-stall', afterMs, ...describeClose() }), afterMs).unref();
 await app.close();
 report({ event: 'closed', ms: now() - closing });
 process.exit(0);

@@ -102,7 +102,9 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
           const done = await Promise.race([exited(incarnation.child).then(() => true), sleep(timeoutMs, false)]);
           if (!done) {
             const closing = incarnation.events.some((e) => e.event === 'closing');
-            hung.push(`${incarnation.appId} (${closing ? 'in app.close()' : 'before app.close(): its last call never returned'})`);
+            const stall = incarnation.events.findLast((e) => e.event === 'close-stall');
+            const where = stall ? `: ${JSON.stringify({ ...stall, event: undefined })}` : '';
+            hung.push(`${incarnation.appId} (${closing ? `in app.close()${where}` : 'before app.close(): its last call never returned'})`);
             incarnation.child.kill('SIGKILL');
             await exited(incarnation.child);
           }
