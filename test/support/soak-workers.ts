@@ -104,7 +104,9 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
             const closing = incarnation.events.some((e) => e.event === 'closing');
             const stall = incarnation.events.findLast((e) => e.event === 'close-stall');
             const where = stall ? `: ${JSON.stringify({ ...stall, event: undefined })}` : '';
-            hung.push(`${incarnation.appId} (${closing ? `in app.close()${where}` : 'before app.close(): its last call never returned'})`);
+            const closed = incarnation.events.some((e) => e.event === 'closed');
+            const phase = closed ? 'after app.close() returned: its process did not exit' : `in app.close()${where}`;
+            hung.push(`${incarnation.appId} (${closing ? phase : 'before app.close(): its last call never returned'})`);
             incarnation.child.kill('SIGKILL');
             await exited(incarnation.child);
           }
