@@ -37,3 +37,31 @@ export function checkoutMysqlConnection(pool: Pool, ms: number): Promise<PoolCon
   };
   return checkoutWithin({ connection, abandon }, ms, (c) => c.release());
 }
+
+/** What `discardMysqlConnection` uses of a `mysql2` pool connection (undocumented: each read is guarded). */
+interface DiscardedConnection {
+  destroy(): void;
+  readonly _pool?: { readonly _closed?: boolean } | null;
+  readonly stream?: { destroy(error?: Error): void };
+}
+
+/**
+ * Destroys a pool connection the library gives up on (broken, or a statement timed out on it). `destroy()` takes it
+ * out of an open pool. Once the pool is closing (`pool.end()`, as TypeORM's `DataSource.destroy()` does at shutdown)
+ * the connection stays among those `end()` waits for, with `end()`'s QUIT queued behind the statement given up on;
+ * and `destroy()` tells the driver that the connection is closing, so that when the socket closes (at once through a
+ * proxy that ends both sides, or when the server gives up a lock wait) nothing fails that QUIT: `end()`, and with it
+ * `app.close()`, would never return. There the socket is destroyed with an error too, which fails what is queued on
+ * the connection, the QUIT included: the pool's `end()` returns (with that error, which TypeORM's module logs).
+ * @internal
+ */
+export function discardMysqlConnection(connection: PoolConnection): void {
+  const internals = connection as unknown as DiscardedConnection;
+  const closing = internals._pool?._closed === true;
+  connection.destroy();
+  if (closing) {
+    internals.stream?.destroy(
+      Object.assign(new Error('the lock library gave up this connection while its pool was closing'), { code: 'PROTOCOL_CONNECTION_LOST' }),
+    );
+  }
+}

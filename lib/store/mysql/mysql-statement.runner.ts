@@ -5,7 +5,7 @@ import { LockConfigurationError, type LockError } from '../../errors/index.js';
 import { isMysqlConnectionFailure, isMysqlReadOnlyError, isTransientMysqlError, toMysqlLockError } from './mysql-error.util.js';
 import type { StatementRunnerOptions } from '../statement-runner.options.js';
 import { PoolCheckoutTimeoutError } from '../pool-checkout.util.js';
-import { checkoutMysqlConnection } from './mysql-checkout.util.js';
+import { checkoutMysqlConnection, discardMysqlConnection } from './mysql-checkout.util.js';
 import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables } from '../lock-tables.util.js';
 
 /** Smallest pool the library works with: the instance session, and statements beside it. */
@@ -219,7 +219,7 @@ export class MysqlStatementRunner {
       throw error;
     } finally {
       // A destroyed connection keeps its listener: it may still emit an 'error' while it goes.
-      if (broken) connection.destroy();
+      if (broken) discardMysqlConnection(connection);
       else {
         connection.off('error', ignore);
         connection.release();
