@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import { startResetProxy } from '../support/reset-proxy.js';
-import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 
 /** Longer than the close's own clean-up bound (1 s): the clean-up it gave up on is still under way when the pool ends. */
@@ -25,17 +24,9 @@ const SLACK_MS = 5000;
  * fault soak's worker hung in `app.close()`).
  */
 describeOnMysql('MySQL/MariaDB: app.close() while a clean-up it gave up on is still under way through a proxy', () => {
-  const apps = trackApps(createLockApp);
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await createMysqlTestDatabase();
-  });
-  afterAll(async () => {
-    await apps.closeAll();
-    await db?.drop();
-  });
-
   it('returns within the bound: the pool ends although a statement given up on times out after it began', async () => {
+    const db = await createMysqlTestDatabase();
+    const apps = trackApps(createLockApp);
     const proxy = await startResetProxy(db.url);
     const blocker = await mysql.createConnection({ uri: db.url });
     try {
@@ -66,6 +57,8 @@ describeOnMysql('MySQL/MariaDB: app.close() while a clean-up it gave up on is st
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end().catch(() => undefined);
       await proxy.close();
+      await apps.closeAll();
+      await db.drop();
     }
   }, 60_000);
 });
