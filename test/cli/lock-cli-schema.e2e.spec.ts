@@ -1,10 +1,11 @@
 import { DataSource } from 'typeorm';
-import { LOCK_MIGRATIONS, lockMigrations, type LockTablesOptions } from 'nestjs-db-locks';
+import { LeaderService, LOCK_MIGRATIONS, lockMigrations, type LockTablesOptions } from 'nestjs-db-locks';
 import type { CliRun } from '../support/cli-process.js';
 import { runCli } from '../support/cli-process.js';
 import { DIALECTS } from '../support/dialects.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import type { TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
 
 /**
  * The built command line with `--schema` (PostgreSQL) / `--table-prefix` (MySQL/MariaDB), or `LOCK_SCHEMA` /
@@ -29,7 +30,7 @@ for (const dialect of DIALECTS) {
       await db?.drop();
     });
 
-    it('migrate applies the migrations of the place only, under its names; status, log and release act there', async () => {
+    it('migrate applies the migrations of the place only, under its names; status, leaders, log and release act there', async () => {
       const before = await runCli(['migrate', '--check', ...flag], env);
       expect(before.code).toBe(1);
       for (const name of names) expect(before.stdout).toContain(name);
@@ -59,6 +60,18 @@ for (const dialect of DIALECTS) {
       const elsewhere = await runCli(['status', '--json'], env);
       expect(elsewhere.code).toBe(3); // the default place has no tables: it says where they are
       expect(elsewhere.stderr).toContain(postgres ? 'add --schema ops_locks' : 'add --table-prefix ops_');
+
+      // The leaders of the place: a role led by the instance there, with its term.
+      const leaders = app.app.get(LeaderService);
+      leaders.campaign('ops-report', (signal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve())));
+      await until(() => leaders.isLeader('ops-report'));
+      const led = await runCli(['leaders', '--json', ...flag], env);
+      expect(led).toMatchObject({ code: 0, stderr: '' });
+      expect(JSON.parse(led.stdout)).toEqual([
+        expect.objectContaining({ role: 'ops-report', leader: expect.objectContaining({ appId: 'ops-holder', term: leaders.term('ops-report')!.token }) }),
+      ]);
+      expect((await runCli(['leaders', '--json'], env)).code).toBe(3); // not in the default place
+      await leaders.resign('ops-report');
 
       const released = await runCli(['release', String(stamp), '--reason', 'ops drill', ...flag], env);
       expect(released).toMatchObject({ code: 0, stderr: '' });

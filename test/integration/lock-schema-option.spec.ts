@@ -1,5 +1,6 @@
 import {
   LOCK_MIGRATIONS,
+  LeaderService,
   LockAdminService,
   LockConfigurationError,
   LockModule,
@@ -138,6 +139,15 @@ for (const dialect of DIALECTS) {
       expect((await adminA.getLog({ name: 'orders' })).map((entry) => entry.stamp)).toEqual([stampA]);
 
       expect(await adminA.getJobs()).toEqual([]); // the job tables of the place answer too
+      // Leader election too: the same role is led in each place at once, and each place lists its own leader.
+      const leadUntilTold = (signal: AbortSignal) => new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
+      for (const app of [inA, inB, inDefault]) app.app.get(LeaderService).campaign('orders-relay', leadUntilTold);
+      await until(() => [inA, inB, inDefault].every((app) => app.app.get(LeaderService).isLeader('orders-relay')));
+      const termA = inA.app.get(LeaderService).term('orders-relay')!.token;
+      expect(await adminA.getLeaders()).toEqual([
+        expect.objectContaining({ role: 'orders-relay', leader: expect.objectContaining({ appId: 'same', term: termA }), candidates: [] }),
+      ]);
+      expect((await adminB.getLeaders()).map((info) => info.leader?.term)).toEqual([inB.app.get(LeaderService).term('orders-relay')!.token]);
       const health = await inA.locks.getHealth();
       expect(health).toMatchObject({ healthy: true, schema: 'current', appIdHeld: true });
 
