@@ -15,7 +15,7 @@ const SLOW_MS = 1500;
 const SHARED_MS = 3000;
 
 /** The jobs of every replica. */
-const JOBS = 'FleetCron,SlowCron,SharedCron';
+const JOBS = 'FleetCron,SlowCron,SharedCron,PerReplicaCron';
 
 /** An admin service over a DataSource of its own (as the command line makes one). */
 async function adminOf(db: TestDatabase, dialect: TestDialect): Promise<{ admin: LockAdminService; source: DataSource }> {
@@ -152,6 +152,42 @@ for (const dialect of DIALECTS) {
       const run = await runNowWhileRunning('SharedCron.run', 'shared-cron', { actor: 'frank', reason: 'shared' });
       expect(run).toMatchObject({ manual: true, actor: 'frank', reason: 'shared' });
     }, 60_000);
+
+    it('pauses and runs a per-replica job on its own replica only (named `Class.method@appId`, as listed)', async () => {
+      const job = 'PerReplicaCron.run@replica-b';
+      const listed = (await admin.getJobs({ runs: 0 })).map((info) => info.job);
+      expect(listed).toEqual(expect.arrayContaining(['PerReplicaCron.run@replica-a', job, 'PerReplicaCron.run@replica-c']));
+      const paused = await admin.pauseJob(job, { actor: 'gina', reason: 'replica-b cache rebuild' });
+      const pausedAt = paused.at.getTime();
+      await sleep(4500);
+      const since = pausedAt + 1000;
+      const ranSince = (await hitsOf(db, 'per-replica-cron')).filter((hit) => hit.phase === 'start' && hit.dbMs > since);
+      // replica-b runs it nowhere; the other replicas go on running their own.
+      expect(ranSince.filter((hit) => hit.appId === 'replica-b')).toEqual([]);
+      for (const other of ['replica-a', 'replica-c']) expect(ranSince.filter((hit) => hit.appId === other).length).toBeGreaterThanOrEqual(2);
+      const runs = await admin.getJobRuns({ job, since: new Date(since), limit: 100 });
+      expect(runs.length).toBeGreaterThanOrEqual(2);
+      for (const run of runs) expect(run).toMatchObject({ outcome: 'paused', actor: 'gina', manual: false });
+      const othersRuns = await admin.getJobRuns({ job: 'PerReplicaCron.run@replica-a', since: new Date(since), limit: 100 });
+      expect(othersRuns.length).toBeGreaterThanOrEqual(2);
+      expect(othersRuns.every((run) => run.outcome === 'succeeded')).toBe(true);
+
+      // Run now, while paused: once, on replica-b.
+      const asked = await admin.runJobNow(job, { actor: 'gina', reason: 'one run while paused' });
+      const tick = asked.tick!.getTime();
+      let run: LockJobRun | undefined;
+      await until(async () => {
+        run = (await admin.getJobRuns({ job, since: asked.tick!, limit: 50 })).find((r) => r.tick.getTime() === tick);
+        return run?.outcome === 'succeeded';
+      }, 10_000);
+      expect(run).toMatchObject({ manual: true, appId: 'replica-b', actor: 'gina' });
+      const onB = (await hitsOf(db, 'per-replica-cron')).filter((hit) => hit.phase === 'start' && hit.appId === 'replica-b' && hit.dbMs > since);
+      expect(onB).toHaveLength(1);
+
+      expect(await admin.resumeJob(job, { actor: 'gina', reason: 'rebuilt' })).toMatchObject({ changed: true });
+      const resumedAt = Date.now();
+      await until(async () => (await hitsOf(db, 'per-replica-cron')).some((hit) => hit.appId === 'replica-b' && hit.localMs > resumedAt), 5000);
+    }, 30_000);
 
     it('refuses an unknown job, an empty actor and a reason too long, changing nothing', async () => {
       const before = await db.query<{ n: string | number }>('SELECT COUNT(*) AS n FROM locking_job_action');
