@@ -80,7 +80,8 @@ export interface LockModuleOptions {
    * The longest this instance holds one grant, renewed or not; `0` = no limit. The instance's own lease
    * renewals stop extending a grant past `maxHoldMs` after its acquisition (database time), so its lease ends then and
    * any reaper frees it; the holder's signal fires first, by `maxHoldMs` on its own monotonic clock. It applies to the
-   * grants of the instance that sets it (set it alike on every instance that should obey it).
+   * grants of the instance that sets it (set it alike on every instance that should obey it), but not to a leader's
+   * term (`@Leader`, `LeaderService`): the role's grant lasts for as long as the replica renews its lease.
    * @default 0
    */
   maxHoldMs?: number;

@@ -2,9 +2,11 @@ import type { Logger } from '@nestjs/common';
 import { LeadershipEndedError, LockLostError, LockShutdownError } from '../errors/index.js';
 import type { LeaderTerm, LeaderWork, LeadershipChange, LeadershipChangeReason } from '../interfaces/index.js';
 import type { LeaderTermStore } from '../store/leader-terms.store.js';
+import type { LockAcquisitions } from '../services/lock-acquisitions.service.js';
 import type { LockLeases } from '../services/lock-leases.service.js';
 import type { LockService } from '../services/lock.service.js';
 import type { LockedCallsTracker, ShutdownHolder } from '../services/locked-calls.tracker.js';
+import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
 import { leaderLockName, type ResolvedLeaderOptions } from './leader-role.util.js';
 
@@ -20,6 +22,8 @@ const RETRY_MS = 1000;
 /** What a campaign needs from its application. @internal */
 export interface CampaignContext {
   readonly service: LockService;
+  /** Takes the role's lock: as a grant that `maxHoldMs` does not bound (a term lasts while its lease is renewed). */
+  readonly acquisitions: LockAcquisitions;
   readonly leases: LockLeases;
   readonly terms: LeaderTermStore;
   readonly calls: LockedCallsTracker;
@@ -66,7 +70,8 @@ function aborted(signal: AbortSignal): Promise<void> {
  * fires before the grant can end (the grant's own signal: its lease expiry is watched on this process's clock, with
  * the engine's margin), or before this replica releases it (the work ended, `resign`, shutdown): no other replica can
  * be elected before this one was told. Then the work is awaited (within `shutdownGraceMs`), the grant released, and
- * the replica stands again, unless it resigned or the application is closing.
+ * the replica stands again, unless it resigned or the application is closing. The role's grant is not bounded by
+ * `maxHoldMs`: it starts with a lease of `leaseMs`, and a term lasts for as long as its lease is renewed.
  * @internal
  */
 export class LeaderCampaign {
@@ -141,13 +146,12 @@ export class LeaderCampaign {
    * meanwhile, or another grant holds the role's lock); rejects when the wait ends without a grant.
    */
   private async stand(): Promise<ServedTerm | undefined> {
-    const { service, terms, leases } = this.context;
+    const { service, acquisitions, terms, leases } = this.context;
+    const group = parseLockGroup([{ name: leaderLockName(this.role), mode: 'write' }]);
     let stamp = 0;
     while (stamp === 0) {
-      stamp = await service.tryLocks([{ name: leaderLockName(this.role), mode: 'write' }], {
-        waitMs: MAX_WAIT_MS,
-        signal: this.stop.signal,
-      });
+      // Unbounded: the term lasts while the replica lives and renews the lease, whatever the instance's maxHoldMs.
+      stamp = await acquisitions.acquire(group, MAX_WAIT_MS, this.stop.signal, true);
     }
     const release = () => service.releaseLocks(stamp);
     let election;

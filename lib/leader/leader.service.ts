@@ -11,6 +11,7 @@ import { InvalidLockArgumentError, LockConfigurationError, LockShutdownError } f
 import type { LeaderOptions, LeaderTerm, LeaderWork, LeadershipChange } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LeaderTermStore } from '../store/leader-terms.store.js';
+import { LockAcquisitions } from '../services/lock-acquisitions.service.js';
 import { LockLeases } from '../services/lock-leases.service.js';
 import { LockService } from '../services/lock.service.js';
 import { LockedCallsTracker } from '../services/locked-calls.tracker.js';
@@ -44,6 +45,7 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
   /** @internal Nest's injector creates the service: inject `LeaderService`, never construct it. */
   constructor(
     private readonly service: LockService,
+    private readonly acquisitions: LockAcquisitions,
     private readonly leases: LockLeases,
     private readonly calls: LockedCallsTracker,
     @Inject(LeaderTermStore) private readonly terms: LeaderTermStore,
@@ -81,6 +83,7 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
     }
     const campaign = new LeaderCampaign(role, work, label, resolved, {
       service: this.service,
+      acquisitions: this.acquisitions,
       leases: this.leases,
       terms: this.terms,
       calls: this.calls,

@@ -13,7 +13,10 @@ export interface HeldGrant {
    * later than `holdDeadline`.
    */
   deadline: number;
-  /** `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit: Infinity. */
+  /**
+   * `maxHoldMs` after its acquisition was sent (the renewals never extend its lease past that); no limit (no
+   * `maxHoldMs`, or a leader's grant, which it does not bound): Infinity.
+   */
   readonly holdDeadline: number;
   /**
    * `deadline` on the wall clock (`Date.now()`): the monotonic clock stops while the machine is suspended, the wall
@@ -22,6 +25,8 @@ export interface HeldGrant {
   wallDeadline: number;
   /** `holdDeadline` on the wall clock. */
   readonly wallHoldDeadline: number;
+  /** A leader's grant, which `maxHoldMs` does not bound: its lease is renewed without a cap. */
+  readonly unbounded: boolean;
   /** Made when somebody first asks for the grant's signal: most grants never need one. */
   controller: AbortController | null;
   /** Its release is in flight: a renewal that no longer finds it saw the release, not a loss. */

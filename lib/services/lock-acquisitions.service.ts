@@ -59,36 +59,40 @@ export class LockAcquisitions {
     return this.waits.size;
   }
 
-  /** Takes the validated `group` (see `LockService.tryLocks`), waiting up to `waitMs` when it is positive. */
-  async acquire(group: readonly LockRequest[], waitMs: number, signal: AbortSignal | undefined): Promise<number> {
+  /**
+   * Takes the validated `group` (see `LockService.tryLocks`), waiting up to `waitMs` when it is positive. `unbounded`:
+   * a leader's grant, which `maxHoldMs` does not bound (see `LockLeases.track`).
+   */
+  async acquire(group: readonly LockRequest[], waitMs: number, signal: AbortSignal | undefined, unbounded = false): Promise<number> {
     if (signal?.aborted) throw new LockWaitAbortedError(signal.reason);
     // Once shutdown has begun, a new grant could outlive the DataSource: the calls under way are awaited, not this one.
     if (this.closing.signal.aborted) throw new LockShutdownError();
     let sentAt = 0;
+    const leaseMs = this.leases.startLeaseMs(unbounded);
     const attempt = async (waiter?: string): Promise<number> => {
       // An instance that does not hold its app id grants nothing: it takes it back first (or learns it was fenced).
       if (!this.instanceLock.held) await this.ensureInstanceLock();
       // The lease is counted from the moment the granting statement is sent: before the database's own start of it.
       sentAt = LockLeases.now();
-      return this.outcomes.track(this.store.tryAcquire(group, waiter));
+      return this.outcomes.track(this.store.tryAcquire(group, waiter, leaseMs));
     };
     // A waiter whose attempt's outcome is unknown looks for the grant it may have got (see `LockOutcomes`).
     const resolve = async (since: number): Promise<number> => {
       if (!this.instanceLock.held) await this.instanceLock.ensure();
-      const found = await this.outcomes.resolve(group, since);
+      const found = await this.outcomes.resolve(group, since, leaseMs);
       if (found) sentAt = found.sentAt;
       return found?.stamp ?? 0;
     };
     const trace = this.telemetry.acquiring(group, waitMs);
     let stamp: number;
     try {
-      stamp = waitMs > 0 ? await this.waitFor(group, waitMs, signal, attempt, resolve) : await attempt();
+      stamp = waitMs > 0 ? await this.waitFor(group, { waitMs, leaseMs }, signal, attempt, resolve) : await attempt();
     } catch (error) {
       throw trace.failed(error);
     }
     if (stamp > 0) {
       this.granted++;
-      this.leases.track(stamp, sentAt);
+      this.leases.track(stamp, sentAt, unbounded);
     } else {
       this.busy++;
     }
@@ -96,16 +100,16 @@ export class LockAcquisitions {
     return stamp;
   }
 
-  /** Waits for `group` (see `waitForGroup`), tracked so that shutdown ends it. */
+  /** Waits for `group` (see `waitForGroup`) up to `waitMs`, for a grant starting with `leaseMs`, tracked so that shutdown ends it. */
   private waitFor(
     group: readonly LockRequest[],
-    waitMs: number,
+    { waitMs, leaseMs }: { readonly waitMs: number; readonly leaseMs: number },
     signal: AbortSignal | undefined,
     attempt: (waiter: string) => Promise<number>,
     resolve: (since: number) => Promise<number>,
   ): Promise<number> {
     const { store, notifications } = this;
-    const { waitRecheckMs: recheckMs, grantLeaseMs: leaseMs } = this.options;
+    const { waitRecheckMs: recheckMs } = this.options;
     const cleanUp = (waiter: string, after: Promise<unknown>) => this.removeWaiter(waiter, after);
     const context = { store, attempt, resolve, notifications, recheckMs, leaseMs, cleanUp };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;

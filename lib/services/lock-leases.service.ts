@@ -30,7 +30,9 @@ const WALL_CLOCK_SLACK_MS = 100;
  *   acquisition) was sent without a renewal succeeding since: the database's lease started after that moment, so the
  *   holder is told before anybody else can be granted, whatever the database or the network does. With `maxHoldMs`,
  *   it also marks it lost `maxHoldMs` after its acquisition was sent: the renewals stop extending the lease at
- *   `maxHoldMs` after the database's (later) acquisition time.
+ *   `maxHoldMs` after the database's (later) acquisition time. A leader's grant (tracked `unbounded`) has no such
+ *   limit: its lease is renewed for as long as this process renews (a second renewal statement, sent only while such
+ *   a grant and a bounded one are held together).
  * - A release that failed is not renewed any more and is made again as soon as the database answers (`retries`:
  *   from a few milliseconds after the failure, backing off to a quarter of a second, and on every renewal tick); if
  *   the database stays away, the lease ends and any reaper frees it.
@@ -70,16 +72,39 @@ export class LockLeases {
     return Date.now();
   }
 
-  /** Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). */
-  track(stamp: number, sentAt: number): void {
-    const { grantLeaseMs, maxHoldMs } = this.options;
+  /**
+   * The lease a new grant starts with: `grantLeaseMs`, or `leaseMs` for a grant that `maxHoldMs` does not bound (a
+   * leader's, see `track`).
+   */
+  startLeaseMs(unbounded: boolean): number {
+    return unbounded ? this.options.leaseMs : this.options.grantLeaseMs;
+  }
+
+  /**
+   * Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). `unbounded`: a leader's
+   * grant, which `maxHoldMs` does not bound (acquired with a lease of `startLeaseMs(true)`); it is held for as long as
+   * its renewals succeed.
+   */
+  track(stamp: number, sentAt: number, unbounded: boolean): void {
+    const maxHoldMs = unbounded ? 0 : this.options.maxHoldMs;
+    const leaseMs = this.startLeaseMs(unbounded);
     const holdDeadline = maxHoldMs > 0 ? sentAt + maxHoldMs : Infinity;
-    const deadline = sentAt + grantLeaseMs;
+    const deadline = sentAt + leaseMs;
     // The wall clock when the acquisition was sent: read now, shifted back by the time since (monotonic).
     const wallSentAt = LockLeases.wallNow() - (LockLeases.now() - sentAt);
-    const wallDeadline = wallSentAt + grantLeaseMs;
+    const wallDeadline = wallSentAt + leaseMs;
     const wallHoldDeadline = maxHoldMs > 0 ? wallSentAt + maxHoldMs : Infinity;
-    this.held.set(stamp, { deadline, holdDeadline, wallDeadline, wallHoldDeadline, controller: null, releasing: false, committing: 0, committed: false });
+    this.held.set(stamp, {
+      deadline,
+      holdDeadline,
+      wallDeadline,
+      wallHoldDeadline,
+      unbounded,
+      controller: null,
+      releasing: false,
+      committing: 0,
+      committed: false,
+    });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
   }
 
@@ -194,7 +219,10 @@ export class LockLeases {
     return this.failingSince === undefined ? 0 : LockLeases.now() - this.failingSince;
   }
 
-  /** Extends every lease in one statement; grants that are gone are lost. */
+  /**
+   * Extends every lease in one statement (two while grants that `maxHoldMs` bounds and grants it does not, leaders',
+   * are held together); grants that are gone are lost.
+   */
   async renew(): Promise<void> {
     const stamps = [...this.held.keys()];
     if (stamps.length === 0) {
@@ -207,7 +235,7 @@ export class LockLeases {
     const wallSentAt = LockLeases.wallNow();
     let outcome: RenewOutcome;
     try {
-      outcome = await this.store.renew(stamps);
+      outcome = await this.renewAll(stamps);
     } catch (error) {
       this.failingSince ??= sentAt;
       throw error;
@@ -231,6 +259,24 @@ export class LockLeases {
     gone.forEach((stamp, i) => {
       if (this.held.get(stamp)?.releasing === false) this.lose(stamp, reasons[i]!);
     });
+  }
+
+  /**
+   * Renews `stamps`: their leases capped at `maxHoldMs` after their acquisition, but for leaders' grants (`unbounded`),
+   * renewed with no cap (a second statement, only while both kinds are held).
+   */
+  private async renewAll(stamps: readonly number[]): Promise<RenewOutcome> {
+    if (this.options.maxHoldMs === 0) return this.store.renew(stamps);
+    // A stamp lost meanwhile (no longer held) goes with the bounded ones: whatever the renewal does to it is ignored.
+    const unbounded = stamps.filter((stamp) => this.held.get(stamp)?.unbounded === true);
+    if (unbounded.length === 0) return this.store.renew(stamps);
+    if (unbounded.length === stamps.length) return this.store.renew(stamps, 0);
+    const bounded = stamps.filter((stamp) => this.held.get(stamp)?.unbounded !== true);
+    const outcomes = await Promise.all([this.store.renew(bounded), this.store.renew(unbounded, 0)]);
+    return {
+      renewed: new Set(outcomes.flatMap((outcome) => [...outcome.renewed])),
+      live: new Set(outcomes.flatMap((outcome) => [...outcome.live])),
+    };
   }
 
   /**

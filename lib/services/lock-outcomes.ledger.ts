@@ -53,11 +53,12 @@ export class LockOutcomes {
 
   /**
    * Looks for an orphan grant of `group` taken after `since` (`Date.now()` when the unknown attempt was sent) and
-   * hands it out; undefined when there is none (nothing was granted: the caller may go on waiting).
+   * hands it out; undefined when there is none (nothing was granted: the caller may go on waiting). `leaseMs`: the
+   * lease the attempt's grant started with.
    * @throws LockStoreError when the database does not answer (the caller looks again later).
    */
-  async resolve(group: readonly LockRequest[], since: number): Promise<ResolvedGrant | undefined> {
-    const { appId, instance, grantLeaseMs } = this.options;
+  async resolve(group: readonly LockRequest[], since: number, leaseMs: number): Promise<ResolvedGrant | undefined> {
+    const { appId, instance } = this.options;
     const askedAt = LockLeases.now();
     const grants = await this.store.listGrants({ appId, name: group[0]?.name });
     const answeredAt = Date.now();
@@ -71,7 +72,7 @@ export class LockOutcomes {
       if (grant.locks.map((r) => `${r.name}\n${r.mode}`).sort().join('\n\n') !== wanted) continue;
       this.remember(grant.stamp);
       // Its lease, as the database counts it, ends no earlier than `leaseLeftMs` after the look was sent.
-      return { stamp: grant.stamp, sentAt: askedAt + grant.leaseLeftMs - grantLeaseMs };
+      return { stamp: grant.stamp, sentAt: askedAt + grant.leaseLeftMs - leaseMs };
     }
     return undefined;
   }

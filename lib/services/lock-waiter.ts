@@ -21,7 +21,10 @@ export interface WaitContext {
   readonly notifications: LockNotifications;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
-  /** The lease of a grant (`grantLeaseMs`): a grant an attempt may have got is over this long after it was sent. */
+  /**
+   * The lease a grant starts with (`grantLeaseMs`, a leader's `leaseMs`): a grant an attempt may have got is over this
+   * long after it was sent.
+   */
   readonly leaseMs: number;
   /**
    * Removes the waiter's rows once `after` has settled (its last registration), and never rejects: a removal that

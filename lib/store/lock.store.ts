@@ -57,9 +57,10 @@ export interface ListenerCallbacks {
 export abstract class LockStore {
   /**
    * Takes the whole group or nothing; returns the stamp, or 0 when some lock is not available. `waiter` identifies
-   * a waiting caller (its own waiter rows do not make it yield).
+   * a waiting caller (its own waiter rows do not make it yield); `leaseMs` is the lease the grant starts with
+   * (`grantLeaseMs` when omitted).
    */
-  abstract tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number>;
+  abstract tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs?: number): Promise<number>;
   /** Registers (or refreshes) a waiter on the group's names for `ttlMs`. */
   abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
   /** Removes a waiter's rows. */
@@ -77,8 +78,11 @@ export abstract class LockStore {
   abstract release(stamp: number): Promise<boolean>;
   /** Start-up recovery: frees every lock of this app, logs RECOVERED; returns the lock rows freed. */
   abstract recover(): Promise<number>;
-  /** Extends the leases of `stamps` that are held and not locked by another transaction. */
-  abstract renew(stamps: readonly number[]): Promise<RenewOutcome>;
+  /**
+   * Extends the leases of `stamps` that are held and not locked by another transaction, never past `maxHoldMs` after
+   * their acquisition (0: no limit; the module's `maxHoldMs` when omitted).
+   */
+  abstract renew(stamps: readonly number[], maxHoldMs?: number): Promise<RenewOutcome>;
   /** Frees one batch of stale grants (any app); returns their stamps. */
   abstract reap(): Promise<number[]>;
   /** Deletes up to `limit` ended log rows older than the retention (rows another instance is deleting are skipped); returns how many. */

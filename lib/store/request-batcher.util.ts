@@ -42,3 +42,28 @@ export class RequestBatcher<I, O> {
     }
   }
 }
+
+/**
+ * One `RequestBatcher` per key, made on first use: a batch never mixes two keys (e.g. two leases, which one statement
+ * cannot grant together).
+ * @internal
+ */
+export class KeyedRequestBatchers<K, I, O> {
+  private readonly batchers = new Map<K, RequestBatcher<I, O>>();
+
+  constructor(
+    private readonly send: (key: K, items: readonly I[]) => Promise<readonly O[]>,
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+  ) {}
+
+  /** Queues `item` with the other items of `key`; resolves with its own output, or rejects with the error of its batch. */
+  submit(key: K, item: I): Promise<O> {
+    let batcher = this.batchers.get(key);
+    if (batcher === undefined) {
+      batcher = new RequestBatcher<I, O>((items) => this.send(key, items), this.maxInFlight, this.maxBatch);
+      this.batchers.set(key, batcher);
+    }
+    return batcher.submit(item);
+  }
+}

@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import {
   InvalidLockArgumentError,
   LeadershipEndedError,
@@ -9,6 +10,7 @@ import {
   LockShutdownError,
   type LeaderTerm,
   type LeadershipChange,
+  type LockGrant,
 } from 'nestjs-db-locks';
 import { trackApps, type LockApp, type TestLockOptions } from '../support/lock-app.js';
 import { until } from '../support/until.js';
@@ -275,6 +277,61 @@ export function describeLeaderElectionContract(target: EngineTarget): void {
       expect(leaders(one).isLeader(role())).toBe(false);
       // It stands again at once, behind the new leader.
       await waiting(one, 1);
+    });
+
+    it('keeps a leader\'s term past the instance\'s maxHoldMs, which still ends the instance\'s other grants', async () => {
+      // The leader's lease (1 s, renewed every 150 ms) is the only limit of its term; the instance's other grants start
+      // with a lease of maxHoldMs and are ended at maxHoldMs, then reaped (both instances reap every 100 ms).
+      const maxHoldMs = 300;
+      const capped = { maxHoldMs, leaseMs: 1000, renewIntervalMs: 150, reaperIntervalMs: 100 };
+      const errors = jest.spyOn(Logger.prototype, 'error');
+      try {
+        const [one, two] = [await apps.start('one', capped), await apps.start('two', capped)];
+        const admin = one.app.get(LockAdminService);
+        let leaseAtElection = 0;
+        leaders(one).campaign(role(), async (signal, term) => {
+          // Read before the first renewal can have come (150 ms): the lease the grant started with in the database.
+          [{ leaseLeftMs: leaseAtElection }] = (await admin.getGrants({ name: `leader:${role()}` })) as [LockGrant];
+          return leadUntilTold('one')(signal, term);
+        });
+        await until(() => leaders(one).isLeader(role()) && leaseAtElection > 0);
+        expect(leaseAtElection).toBeGreaterThan(maxHoldMs); // leaseMs, not the grantLeaseMs of the other grants
+        const term = leaders(one).term(role())!;
+        leaders(two).campaign(role(), leadUntilTold('two'));
+        await waiting(one, 1);
+
+        const plain = `plain-${test}`;
+        const acquiredAt = performance.now();
+        const stamp = await one.locks.tryLocks([`${plain}_WRITE`]);
+        const signal = one.locks.getSignal(stamp);
+        let toldAfter = Infinity;
+        signal.addEventListener('abort', () => (toldAfter = performance.now() - acquiredAt));
+        // Three times maxHoldMs, looking all along: the leader leads the same term, the other candidate waits, and the
+        // renewals never extend the ordinary grant's lease past maxHoldMs after its acquisition (database clock).
+        while (performance.now() - acquiredAt < 3 * maxHoldMs) {
+          expect(leaders(one).term(role())).toEqual(term);
+          expect(leaders(two).isLeader(role())).toBe(false);
+          const [grant] = await admin.getGrants({ name: plain });
+          if (grant) expect(grant.heldForMs + grant.leaseLeftMs).toBeLessThanOrEqual(maxHoldMs + 5);
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        expect(leaders(one).isLeader(role())).toBe(true);
+        expect(reports).toEqual([{ app: 'one', event: 'start', token: term.token }]);
+        const [roleInfo] = await admin.getLeaders({ role: role() });
+        expect(roleInfo).toMatchObject({ term: term.token, leader: { appId: 'one', term: term.token } });
+
+        // The ordinary grant of the same instance was ended at maxHoldMs, and the reaper freed it.
+        expect(signal.aborted).toBe(true);
+        expect(signal.reason).toBeInstanceOf(LockLostError);
+        expect((signal.reason as Error).message).toMatch(/maxHoldMs \(300 ms\)/);
+        expect(toldAfter).toBeGreaterThanOrEqual(maxHoldMs);
+        await until(async () => (await admin.getLog({ stamp }))[0]?.status === 'REAPED');
+        expect(await two.locks.tryLocks([`${plain}_WRITE`])).toBeGreaterThan(0);
+        // The only error logged: the loss of the ordinary grant.
+        expect(errors.mock.calls.map(([message]) => String(message))).toEqual([expect.stringMatching(new RegExp(`stamp ${stamp} lost`))]);
+      } finally {
+        errors.mockRestore();
+      }
     });
 
     it('refuses an invalid role, work or option, and a second candidacy for one role, before any database call', async () => {

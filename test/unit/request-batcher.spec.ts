@@ -1,4 +1,4 @@
-import { RequestBatcher } from '../../lib/store/request-batcher.util.js';
+import { KeyedRequestBatchers, RequestBatcher } from '../../lib/store/request-batcher.util.js';
 
 describe('RequestBatcher', () => {
   it('sends a lone request at once, and coalesces the ones that arrive while batches are in flight', async () => {
@@ -55,5 +55,29 @@ describe('RequestBatcher', () => {
     expect(results.every((r) => r.status === 'rejected' && (r.reason as Error).message === 'boom')).toBe(true);
     fail = false;
     expect(await batcher.submit(4)).toBe(4);
+  });
+});
+
+describe('KeyedRequestBatchers', () => {
+  it('never puts two keys in one batch, and sends each key\'s batch with its key', async () => {
+    const batches: Array<[string, number[]]> = [];
+    const batchers = new KeyedRequestBatchers<string, number, string>(
+      async (key, items) => {
+        batches.push([key, [...items]]);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        return items.map((item) => `${key}${item}`);
+      },
+      1,
+      32,
+    );
+    const outputs = await Promise.all([1, 2, 3, 4, 5, 6].map((item) => batchers.submit(item % 2 === 0 ? 'even' : 'odd', item)));
+    expect(outputs).toEqual(['odd1', 'even2', 'odd3', 'even4', 'odd5', 'even6']);
+    // One batch in flight per key: each key's first request leaves at once, the others together after it.
+    expect(batches).toEqual([
+      ['odd', [1]],
+      ['even', [2]],
+      ['odd', [3, 5]],
+      ['even', [4, 6]],
+    ]);
   });
 });

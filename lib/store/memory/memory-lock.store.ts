@@ -44,7 +44,7 @@ export class MemoryLockStore extends LockStore {
     this.reports = new MemoryLockAdminStore(db);
   }
 
-  async tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
+  async tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
     await roundTrip();
     const { db } = this;
     if (group.some((request) => this.isBusy(request.name, MODE_CODE[request.mode], waiter))) return 0;
@@ -58,7 +58,7 @@ export class MemoryLockStore extends LockStore {
       locks: group.map(({ name, mode }) => ({ name, mode })),
       status: 'ACQUIRED',
       acquired: now,
-      leaseExpires: now + this.options.grantLeaseMs,
+      leaseExpires: now + leaseMs,
       businessDone: null,
       ended: null,
       endedBy: null,
@@ -200,10 +200,10 @@ export class MemoryLockStore extends LockStore {
     return freed.length;
   }
 
-  async renew(stamps: readonly number[]): Promise<RenewOutcome> {
+  async renew(stamps: readonly number[], maxHoldMs = this.options.maxHoldMs): Promise<RenewOutcome> {
     await roundTrip();
     const now = this.db.now();
-    const { leaseMs, maxHoldMs, appId } = this.options;
+    const { leaseMs, appId } = this.options;
     const live = new Set<number>();
     for (const stamp of stamps) {
       const row = this.db.log.get(stamp);

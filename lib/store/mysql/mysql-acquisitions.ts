@@ -2,7 +2,7 @@ import { LockTablesMissingError } from '../../errors/index.js';
 import type { LockRequest } from '../../interfaces/index.js';
 import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
-import { RequestBatcher } from '../request-batcher.util.js';
+import { KeyedRequestBatchers } from '../request-batcher.util.js';
 import { isMissingMysqlProcedure } from './mysql-error.util.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -30,7 +30,8 @@ interface AcquireRequest {
 /**
  * The grants of `MysqlLockStore`: one CALL each, or one CALL for several.
  * - Concurrent calls of this process are coalesced (`RequestBatcher`): under load, one call of
- *   `locking_try_acquire_batch` decides many callers' groups in one transaction and one commit.
+ *   `locking_try_acquire_batch` decides many callers' groups in one transaction and one commit. Calls are batched by
+ *   the lease they start with (a leader's grant starts with `leaseMs`, the others with `grantLeaseMs`).
  * - A batch of one calls `locking_try_acquire_one` for a group of one lock (no JSON), `locking_try_acquire` otherwise.
  * - Where a procedure does not exist (a database not migrated to its version) the previous means serve, down to the
  *   statements one by one (`statements`), and the procedure is tried again after `PROCEDURES_RECHECK_MS`.
@@ -39,8 +40,8 @@ interface AcquireRequest {
 export class MysqlAcquisitions {
   /** Until when each procedure goes unused, found missing (monotonic ms). */
   readonly missingUntil: Record<MysqlProcedure, number> = { group: 0, twin: 0, batch: 0 };
-  private readonly batcher = new RequestBatcher<AcquireRequest, number>(
-    (requests) => this.acquireBatch(requests),
+  private readonly batcher = new KeyedRequestBatchers<number, AcquireRequest, number>(
+    (leaseMs, requests) => this.acquireBatch(leaseMs, requests),
     MAX_BATCHES_IN_FLIGHT,
     MAX_BATCH_SIZE,
   );
@@ -48,12 +49,12 @@ export class MysqlAcquisitions {
   constructor(
     private readonly runner: MysqlStatementRunner,
     private readonly options: ResolvedLockOptions,
-    private readonly statements: (group: readonly LockRequest[], waiter?: string) => Promise<number>,
+    private readonly statements: (group: readonly LockRequest[], waiter: string | undefined, leaseMs: number) => Promise<number>,
   ) {}
 
-  /** The group's stamp, or 0 when some lock is not available. */
-  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    return this.batcher.submit({ group, waiter });
+  /** The group's stamp, or 0 when some lock is not available; its lease starts with `leaseMs`. */
+  tryAcquire(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+    return this.batcher.submit(leaseMs, { group, waiter });
   }
 
   /**
@@ -72,9 +73,9 @@ export class MysqlAcquisitions {
     }
   }
 
-  private async acquireBatch(requests: readonly AcquireRequest[]): Promise<number[]> {
+  private async acquireBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
     if (requests.length > 1) {
-      const { appId, instance, grantLeaseMs, defaultPermits } = this.options;
+      const { appId, instance, defaultPermits } = this.options;
       const groups = requests.map(({ group, waiter }) => [
         group.map((r) => r.name),
         group.map((r) => MODE_CODE[r.mode]),
@@ -85,7 +86,7 @@ export class MysqlAcquisitions {
           appId,
           instance,
           JSON.stringify(groups),
-          grantLeaseMs,
+          leaseMs,
           defaultPermits.write,
           defaultPermits.read,
         ]),
@@ -95,13 +96,13 @@ export class MysqlAcquisitions {
         return (JSON.parse(typeof stamps === 'string' ? stamps : String(stamps)) as unknown[]).map(Number);
       }
     }
-    return Promise.all(requests.map(({ group, waiter }) => this.acquireOne(group, waiter)));
+    return Promise.all(requests.map(({ group, waiter }) => this.acquireOne(group, waiter, leaseMs)));
   }
 
   /** One caller's group, on its own: the twin, the group procedure, or the statements. */
-  private async acquireOne(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    const { appId, instance, grantLeaseMs, defaultPermits } = this.options;
-    const tail = [grantLeaseMs, waiter ?? null, defaultPermits.write, defaultPermits.read];
+  private async acquireOne(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+    const { appId, instance, defaultPermits } = this.options;
+    const tail = [leaseMs, waiter ?? null, defaultPermits.write, defaultPermits.read];
     const [only] = group;
     if (group.length === 1 && only) {
       const called = await this.withProcedure('twin', () =>
@@ -126,6 +127,6 @@ export class MysqlAcquisitions {
       ]),
     );
     if (called !== undefined) return Number(called[0]?.stamp ?? 0);
-    return this.statements(group, waiter);
+    return this.statements(group, waiter, leaseMs);
   }
 }

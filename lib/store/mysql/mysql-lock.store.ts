@@ -70,8 +70,8 @@ export class MysqlLockStore extends LockStore {
     super();
     this.runner = new MysqlStatementRunner(dataSource, options, (error) => this.telemetry.storeFailed(error));
     this.reports = new MysqlLockAdminStore(this.runner, dataSource, this.wakeups);
-    this.acquisitions = new MysqlAcquisitions(this.runner, options, (group, waiter) =>
-      this.tryAcquireStatements(group, waiter),
+    this.acquisitions = new MysqlAcquisitions(this.runner, options, (group, waiter, leaseMs) =>
+      this.tryAcquireStatements(group, waiter, leaseMs),
     );
     this.ringer = new MysqlDoorbellRinger(this.runner);
   }
@@ -80,13 +80,13 @@ export class MysqlLockStore extends LockStore {
     return this.runner.retries;
   }
 
-  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    return this.acquisitions.tryAcquire(group, waiter);
+  tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
+    return this.acquisitions.tryAcquire(group, waiter, leaseMs);
   }
 
   /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
-  private tryAcquireStatements(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    const { appId, instance, grantLeaseMs } = this.options;
+  private tryAcquireStatements(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+    const { appId, instance } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
       const names = [...new Set(group.map((r) => r.name))].sort(compareLockNames);
@@ -98,7 +98,7 @@ export class MysqlLockStore extends LockStore {
         instance,
         JSON.stringify(group.map((r) => r.name)),
         JSON.stringify(modes),
-        grantLeaseMs,
+        leaseMs,
       ]);
       await tx.write(
         SQL.insertLocks(group.length),
@@ -205,8 +205,8 @@ export class MysqlLockStore extends LockStore {
     return freed.rows;
   }
 
-  async renew(stamps: readonly number[]): Promise<RenewOutcome> {
-    const { appId, leaseMs, maxHoldMs } = this.options;
+  async renew(stamps: readonly number[], maxHoldMs = this.options.maxHoldMs): Promise<RenewOutcome> {
+    const { appId, leaseMs } = this.options;
     if (stamps.length === 0) return { renewed: new Set(), live: new Set() };
     return this.runner.transaction('renewLeases', false, async (tx) => {
       const live = await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, false), [...stamps, appId]);

@@ -51,8 +51,8 @@ export class PostgresLockStore extends LockStore {
     return this.runner.retries;
   }
 
-  tryAcquire(group: readonly LockRequest[], waiter?: string): Promise<number> {
-    return this.hotPath.tryAcquire(group, waiter);
+  tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
+    return this.hotPath.tryAcquire(group, waiter, leaseMs);
   }
 
   async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
@@ -99,11 +99,11 @@ export class PostgresLockStore extends LockStore {
     return result.rows[0]?.freed ?? 0;
   }
 
-  async renew(stamps: readonly number[]): Promise<RenewOutcome> {
+  async renew(stamps: readonly number[], maxHoldMs = this.options.maxHoldMs): Promise<RenewOutcome> {
     const result = await this.run<{ renewed: string[]; live: string[] }>('renewLeases', false, {
       name: 'nestjs_db_locks_renew_v4',
       text: SQL.RENEW_LEASES,
-      values: [this.options.appId, stamps, this.options.leaseMs, this.options.maxHoldMs],
+      values: [this.options.appId, stamps, this.options.leaseMs, maxHoldMs],
     });
     const row = result.rows[0];
     return { renewed: new Set((row?.renewed ?? []).map(Number)), live: new Set((row?.live ?? []).map(Number)) };
