@@ -10,6 +10,13 @@ import { LockLeases } from './lock-leases.service.js';
 const CLAIM_ATTEMPTS = 3;
 
 /**
+ * For how long a session this process closed counts as its own when it still holds the app id (ms): the server frees
+ * the lock of a destroyed connection once it notices the connection is gone, a moment later (longer on a loaded
+ * server, or when the network delays the end of the connection).
+ */
+const CLOSED_SESSION_MS = 10_000;
+
+/**
  * One live instance per `appId`. The instance holds a session advisory lock on its app id over a connection of its
  * own for as long as it lives: a second live instance with the same id cannot take it and refuses to start (start-up
  * recovery would otherwise free the first one's locks), while a crashed instance's lock vanishes with its
@@ -31,6 +38,12 @@ export class InstanceLock {
   private readOnlyReason?: string;
   /** The instances of this process that hold an app id or may take it back (claimed, not yet released), by app id. */
   private static readonly live = new Map<string, Set<InstanceLock>>();
+  /**
+   * The sessions that instances of this process closed after holding an app id (server pid → when), by app id: one
+   * that still holds it is this process's own, not a twin. So `app.close()` followed at once by a new application with
+   * the same `appId` in the same process (a test suite, a hot reload) ends that session rather than fail to start.
+   */
+  private static readonly closedHere = new Map<string, Map<number, number>>();
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -68,8 +81,7 @@ export class InstanceLock {
   async claim(): Promise<boolean> {
     if (!this.held) {
       const previous = this.session?.pid;
-      this.session?.close();
-      this.session = undefined;
+      this.closeSession();
       this.session = await this.takeAppId(previous);
       if (!this.session) throw new AppIdInUseError(this.options.appId, await this.store.describeAppIdHolder());
     }
@@ -115,8 +127,24 @@ export class InstanceLock {
   release(): void {
     InstanceLock.live.get(this.options.appId)?.delete(this);
     this.closed = true;
-    this.session?.close();
+    this.closeSession();
+  }
+
+  /** Closes the session that held the app id (if any), remembering it as this process's own. */
+  private closeSession(): void {
+    const session = this.session;
     this.session = undefined;
+    if (!session) return;
+    session.close();
+    const closed = InstanceLock.closedHere.get(this.options.appId) ?? new Map<number, number>();
+    InstanceLock.closedHere.set(this.options.appId, closed.set(session.pid, performance.now()));
+  }
+
+  /** Whether `pid`, the holder of the app id, is a session this process closed (lately) or `previous`. */
+  private isOwnOldSession(pid: number, previous: number | undefined): boolean {
+    if (pid === previous) return true;
+    const closedAt = InstanceLock.closedHere.get(this.options.appId)?.get(pid);
+    return closedAt !== undefined && performance.now() - closedAt < CLOSED_SESSION_MS;
   }
 
   /**
@@ -128,9 +156,10 @@ export class InstanceLock {
   private async takeAppId(previous: number | undefined): Promise<InstanceSession | undefined> {
     for (let attempt = 1; ; attempt++) {
       const session = await this.claimWritable();
+      if (session) InstanceLock.closedHere.delete(this.options.appId); // the app id was free: they hold nothing
       if (session || attempt >= CLAIM_ATTEMPTS) return session;
       const holder = await this.store.appIdHolderPid();
-      if (holder !== undefined && holder !== previous) return undefined;
+      if (holder !== undefined && !this.isOwnOldSession(holder, previous)) return undefined;
       if (holder !== undefined) await this.store.endStaleClaim(holder);
     }
   }
@@ -159,8 +188,7 @@ export class InstanceLock {
     const reason = await this.store.readOnlyReason().catch(() => undefined);
     if (reason === undefined || !this.held) return;
     this.noteReadOnly(`the server may not write (${reason})`);
-    this.session?.close();
-    this.session = undefined;
+    this.closeSession();
   }
 
   private noteReadOnly(reason: string): void {
@@ -176,11 +204,11 @@ export class InstanceLock {
   private async reclaim(): Promise<void> {
     // Hand the broken connection back to the pool, which destroys it: kept, it would hold a pool slot for good.
     const previous = this.session?.pid;
-    this.session?.close();
-    this.session = undefined;
+    this.closeSession();
     const session = await this.takeAppId(previous);
     if (this.closed) {
-      session?.close();
+      this.session = session;
+      this.closeSession();
       return;
     }
     if (session) {
