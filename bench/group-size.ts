@@ -1,9 +1,8 @@
 // The cost of a group's size: one client takes and releases a group of k write locks on free names, for k = 1 … 32,
-// in interleaved rounds (the order of the sizes rotates each round). The target is on the latency of acquire +
-// release of 32 locks against 1, judged on the median of the per-round ratios of median latencies. Beside the
-// library, in the same rounds, the bare SQL of each group's rows (its k lock rows and its log row in one autocommitted
-// statement, released like the library): what a group of that size costs before any check, so that the library's
-// ratio can be read against the ratio of its own rows.
+// in interleaved rounds (the order of the sizes rotates each round). Beside the library, in the same rounds, the bare
+// SQL of each group's rows (its k lock rows and its log row in one autocommitted statement, released like the
+// library): what a group of that size costs before any check. The target is on the latency of acquire + release of
+// 32 locks by the library against its own bare rows, judged on the median of the per-round ratios of median latencies.
 import { performance } from 'node:perf_hooks';
 import { LockService, type LockSpec } from 'nestjs-db-locks';
 import pg from 'pg';
@@ -32,6 +31,8 @@ export interface GroupSizeRow {
   /** The same for the bare SQL of the group's rows. */
   readonly bareMedianMs: number;
   readonly bareRatio: RatioSpread;
+  /** The library's latency over its bare rows' at this size, round by round (the target at 32 names). */
+  readonly overBare: RatioSpread;
 }
 
 const ROUNDS = 9;
@@ -127,12 +128,14 @@ export async function measureGroupSizes(database: BenchDatabase): Promise<GroupS
     ]);
     const libraryRatios = ratiosTo1(library);
     const bareRatios = ratiosTo1(bare);
+    const none = { median: Number.NaN, min: Number.NaN, max: Number.NaN };
     return GROUP_SIZES.map((size, index) => ({
       size,
       medianMs: spreadOf(library[index] ?? []).median,
-      ratio: libraryRatios[index] ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN },
+      ratio: libraryRatios[index] ?? none,
       bareMedianMs: spreadOf(bare[index] ?? []).median,
-      bareRatio: bareRatios[index] ?? { median: Number.NaN, min: Number.NaN, max: Number.NaN },
+      bareRatio: bareRatios[index] ?? none,
+      overBare: spreadOf((library[index] ?? []).map((m, round) => m / (bare[index]?.[round] ?? Number.NaN))),
     }));
   } finally {
     await client.end().catch(() => undefined);
@@ -140,18 +143,21 @@ export async function measureGroupSizes(database: BenchDatabase): Promise<GroupS
   }
 }
 
-/** The target: a group of 32 costs at most 1.5 × a group of 1. */
+/**
+ * The target (issue 41): a group of 32 costs the library at most 1.25 × what its own rows cost as bare SQL (median of
+ * the per-round ratios); its ratio to a group of 1, the target before, follows as information.
+ */
 export function groupSizeTarget(rows: readonly GroupSizeRow[]): TargetResult {
   const largest = rows.find((row) => row.size === 32);
-  const ratio = largest?.ratio.median ?? Number.NaN;
+  const ratio = largest?.overBare.median ?? Number.NaN;
   return {
-    label: 'group of 32 / group of 1 (latency)',
+    label: 'group of 32: library / its bare rows (latency)',
     value: `${ratio.toFixed(3)} x`,
-    target: '<= 1.50 x',
-    met: ratio <= 1.5,
+    target: '<= 1.25 x',
+    met: ratio <= 1.25,
     detail:
-      `rounds ${largest?.ratio.min.toFixed(3)}–${largest?.ratio.max.toFixed(3)}; ` +
-      `its bare rows alone: ${largest?.bareRatio.median.toFixed(3)} x`,
+      `rounds ${largest?.overBare.min.toFixed(3)}–${largest?.overBare.max.toFixed(3)}; ` +
+      `32 / 1 locks: library ${largest?.ratio.median.toFixed(3)} x, bare rows ${largest?.bareRatio.median.toFixed(3)} x`,
   };
 }
 
@@ -165,13 +171,13 @@ export function formatGroupSizes(rows: readonly GroupSizeRow[]): string[] {
     `Group size (1 client, acquire + release of k write locks; ${ROUNDS} interleaved rounds of ${SLICE_MS / 1000} s per ` +
       'size; "bare rows": the group\'s k lock rows and its log row as bare SQL, in the same rounds):',
     '',
-    '| locks | library ms | × group of 1 |    rounds | bare rows ms | × group of 1 |    rounds | library / bare rows |',
-    '|------:|-----------:|-------------:|----------:|-------------:|-------------:|----------:|--------------------:|',
+    '| locks | library ms | × group of 1 |    rounds | bare rows ms | × group of 1 |    rounds | library / bare rows |    rounds |',
+    '|------:|-----------:|-------------:|----------:|-------------:|-------------:|----------:|--------------------:|----------:|',
     ...rows.map(
       (r) =>
         `| ${String(r.size).padStart(5)} | ${cell(r.medianMs, 10)} | ${cell(r.ratio.median, 12)} | ${spread(r.ratio)} | ` +
         `${cell(r.bareMedianMs, 12)} | ${cell(r.bareRatio.median, 12)} | ${spread(r.bareRatio)} | ` +
-        `${cell(r.medianMs / r.bareMedianMs, 19)} |`,
+        `${cell(r.overBare.median, 19)} | ${spread(r.overBare)} |`,
     ),
   ];
 }
