@@ -6,7 +6,7 @@
  * it does not know, and instances of the previous version call it.
  * @internal
  */
-import { LIVE } from '../../store/lock-sql.constants.js';
+import { releaseSignature, releaseTransaction } from './mysql-lock-doorbells.sql.js';
 
 /**
  * `CALL locking_release_quiet(stamp, app id)`: the release of `locking_release` (the log row ended, the doorbells of
@@ -18,29 +18,10 @@ import { LIVE } from '../../store/lock-sql.constants.js';
  * documents those of the last statement (here the `COMMIT`). A one-row result set costs the server about 80 µs of a
  * W1 cycle on MariaDB (docs/benchmark.md, issue 30).
  */
-const CREATE_QUIET_RELEASE = `CREATE PROCEDURE locking_release_quiet(
-    IN p_stamp BIGINT,
-    IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4)
-  MODIFIES SQL DATA
-  SQL SECURITY INVOKER
-BEGIN
+const CREATE_QUIET_RELEASE = `${releaseSignature('locking_release_quiet')}
   DECLARE v_released TINYINT DEFAULT 0;
   DECLARE v_doorbells TEXT DEFAULT NULL;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  START TRANSACTION;
-  UPDATE locking_log SET status = 'RELEASED', ended = UTC_TIMESTAMP(6), version = version + 1
-   WHERE stamp = p_stamp AND app_id = p_app_id AND status IN ${LIVE};
-  IF ROW_COUNT() > 0 THEN
-    SET v_released = 1;
-    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
-      FROM locking k
-      JOIN locking_waiters w ON w.lock_name = k.lock_name
-      JOIN locking_doorbells d ON d.app_id = w.app_id
-     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
-    DELETE FROM locking WHERE stamp = p_stamp;
-  END IF;
-  COMMIT;
+  ${releaseTransaction('SET v_released = 1;')}
   IF v_doorbells IS NOT NULL OR VERSION() NOT LIKE '%MariaDB%' THEN
     SELECT v_released AS released, v_doorbells AS doorbells;
   END IF;
