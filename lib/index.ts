@@ -103,6 +103,7 @@ export {
   FairLockWaiters1796700000000,
   JobControls1796800000000,
   LeaderTerms1796900000000,
+  MysqlQuietRelease1797000000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

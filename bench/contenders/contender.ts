@@ -30,6 +30,7 @@ export type ContenderId =
   | 'library-mysql'
   | 'library-mysql-v1'
   | 'library-mysql-no-batch'
+  | 'library-mysql-doorbell-release'
   | 'floor-mysql'
   | 'get-lock';
 

@@ -13,6 +13,7 @@ import { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 import { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
 import { JobControls1796800000000 } from './1796800000000-job-controls.js';
 import { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
+import { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -29,6 +30,7 @@ export { JobRunClaims1796600000000 } from './1796600000000-job-run-claims.js';
 export { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.js';
 export { JobControls1796800000000 } from './1796800000000-job-controls.js';
 export { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
+export { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -51,6 +53,7 @@ export const LOCK_MIGRATIONS = [
   FairLockWaiters1796700000000,
   JobControls1796800000000,
   LeaderTerms1796900000000,
+  MysqlQuietRelease1797000000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

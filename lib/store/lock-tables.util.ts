@@ -151,6 +151,7 @@ const MYSQL_OBJECTS = [
   'locking_try_acquire_one',
   'locking_try_acquire_batch',
   'locking_release',
+  'locking_release_quiet',
 ];
 const MYSQL_OBJECT = new RegExp(`\\b(${MYSQL_OBJECTS.join('|')})\\b`, 'g');
 /** MySQL 8 names CHECK constraints per database: two prefixes in one database need their own. */

@@ -8,8 +8,10 @@ import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-
 import type { TestDatabase } from '../support/test-database.js';
 
 const NAMES = LOCK_MIGRATIONS.map((migration) => migration.name);
-/** The procedures of the latest version: the group procedure, its batch and one-lock twins, the release. */
-const LATEST_PROCEDURES = ['locking_release', 'locking_try_acquire', 'locking_try_acquire_batch', 'locking_try_acquire_one'];
+/** The procedures before the quiet release: the group procedure, its batch and one-lock twins, the release. */
+const DOORBELL_PROCEDURES = ['locking_release', 'locking_try_acquire', 'locking_try_acquire_batch', 'locking_try_acquire_one'];
+/** The procedures of the latest version: those and the quiet release (MysqlQuietRelease1797000000000). */
+const LATEST_PROCEDURES = ['locking_release', 'locking_release_quiet', ...DOORBELL_PROCEDURES.slice(1)];
 const TABLES = ['locking', 'locking_doorbells', 'locking_instances', 'locking_log', 'locking_names', 'locking_permissions', 'locking_waiters'];
 /** The tables of the run history of scheduled jobs. */
 const JOB_TABLES = ['locking_job', 'locking_job_run'];
@@ -136,9 +138,23 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
     expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    const releaseBody = async () =>
+      String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
+        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
+    const doorbellRelease = await releaseBody();
+    const latestSchema = await schemaOf(db);
+    await dataSource.undoLastMigration(); // the quiet release: its procedure goes, locking_release and the tables stay
+    expect(await proceduresOf()).toEqual(DOORBELL_PROCEDURES);
+    expect(await releaseBody()).toBe(doorbellRelease);
+    expect(await schemaOf(db)).toEqual(latestSchema);
+    // The code of this version on a database at the previous migration: every release calls locking_release.
+    let app = await createLockApp(db.url, { appId: 'fifteenth' });
+    await exerciseEngine(app.locks);
+    await app.close();
     await dataSource.undoLastMigration(); // the leader terms: their table goes, the rest stays
     expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES].sort());
-    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await proceduresOf()).toEqual(DOORBELL_PROCEDURES);
     expect(await jsonTablesOfTryAcquire()).toBe(2); // the second version: the group is checked name by name
     expect(await writersQueue(db)).toBe(true);
     const controlColumns = async () =>
@@ -153,11 +169,11 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect(await db.query(`SELECT 1 FROM locking_job_run WHERE job = 'J'`)).toEqual([]);
     const fair = await schemaOf(db);
     await dataSource.undoLastMigration(); // the fair waiters: the procedures' second version is back
-    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await proceduresOf()).toEqual(DOORBELL_PROCEDURES);
     expect(await writersQueue(db)).toBe(false);
     expect(await schemaOf(db)).toEqual(fair);
     // The code of this version on a database at the previous migration: served, with the previous order.
-    let app = await createLockApp(db.url, { appId: 'thirteenth' });
+    app = await createLockApp(db.url, { appId: 'thirteenth' });
     await exerciseEngine(app.locks);
     await app.close();
     await dataSource.runMigrations();
@@ -173,14 +189,12 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await admin.forceRelease(forced, 'stuck');
     const kept = await app.locks.tryLocks(['K_WRITE']);
     await app.close(); // K stays held: its holder is told, its rows stay
-    const releaseText = async () =>
-      String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
-        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
-    expect(await releaseText()).toContain('locking_doorbells');
+    expect(await releaseBody()).toContain('locking_doorbells');
     const claimsColumn = async () =>
       (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
         AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
     expect(await claimsColumn()).toBe(1);
+    await dataSource.undoLastMigration(); // the quiet release (see above)
     await dataSource.undoLastMigration(); // the leader terms (see above)
     await dataSource.undoLastMigration(); // the job controls (see above)
     await dataSource.undoLastMigration(); // the fair waiters (see above)
@@ -194,8 +208,8 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES].sort());
     await dataSource.undoLastMigration(); // the doorbells: their table goes, the first release is back
     expect(await tablesOf(db)).toEqual([...TABLES.filter((table) => table !== 'locking_doorbells'), ...JOB_TABLES].sort());
-    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
-    expect(await releaseText()).not.toContain('locking_doorbells');
+    expect(await proceduresOf()).toEqual(DOORBELL_PROCEDURES);
+    expect(await releaseBody()).not.toContain('locking_doorbells');
     const withoutDoorbells = await schemaOf(db);
     const beforeDown = await rowsOf(db);
     await dataSource.undoLastMigration(); // the procedures' second version: the first is back, rows and schema kept
@@ -219,7 +233,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 9; undone < NAMES.length; undone++) {
+    for (let undone = 10; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

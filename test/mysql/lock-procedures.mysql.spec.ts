@@ -3,6 +3,7 @@ import {
   DROP_ALL_MYSQL_LOCK_PROCEDURES,
   DROP_MYSQL_LOCK_PROCEDURES_V2,
 } from '../../lib/migrations/sql/mysql-lock.procedures-v2.sql.js';
+import { LockStore } from '../../lib/store/lock.store.js';
 import { createLockApp, trackApps } from '../support/lock-app.js';
 import { lockRows } from '../support/lock-rows.js';
 import { namesOf } from '../support/dialects.js';
@@ -75,13 +76,17 @@ describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per g
     expect(await lockRows(db)).toEqual([]);
   });
 
-  it('releases through locking_release, ending the log row and freeing the rows in one call', async () => {
+  it.each([
+    ['locking_release_quiet', 'a grant of this instance (it knows its names)', false],
+    ['locking_release', 'a stamp whose names the instance does not know', true],
+  ])('releases through %s %s, ending the log row and freeing the rows in one call', async (procedure, _, forget) => {
     const db = await fresh();
     const app = await apps.start(db.url, { appId: 'release' });
     const stamp = await app.locks.tryLocks(['R1_WRITE', 'R2_READ']);
-    await replaceWithFailing(db, 'locking_release', 'a BIGINT, b VARCHAR(200)');
+    if (forget) (app.app.get(LockStore) as unknown as { grantNames: Map<number, unknown> }).grantNames.clear();
+    await replaceWithFailing(db, procedure, 'a BIGINT, b VARCHAR(200)');
     const error = await app.locks.releaseLocks(stamp).catch((e: unknown) => e);
-    expect(String((error as LockStoreError).cause)).toContain('called locking_release');
+    expect(String((error as LockStoreError).cause)).toContain(`called ${procedure}`);
     expect(await lockRows(db)).toHaveLength(2); // still held: the release did not run
   });
 

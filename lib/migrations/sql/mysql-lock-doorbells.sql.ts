@@ -23,6 +23,35 @@ const CREATE_DOORBELLS = `CREATE TABLE locking_doorbells (
      PRIMARY KEY (app_id)
    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`;
 
+/** `CREATE PROCEDURE name(p_stamp, p_app_id)` of a release, up to its `BEGIN`. @internal */
+export const releaseSignature = (name: string): string => `CREATE PROCEDURE ${name}(
+    IN p_stamp BIGINT,
+    IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4)
+  MODIFIES SQL DATA
+  SQL SECURITY INVOKER
+BEGIN`;
+
+/**
+ * The transaction of a release, after its declarations (`v_doorbells` among them): the grant's log row ended; when it
+ * matched, `released` (a statement), the doorbells read into `v_doorbells`, the lock rows deleted; the commit.
+ * @internal
+ */
+export const releaseTransaction = (released: string): string => `DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
+  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+  START TRANSACTION;
+  UPDATE locking_log SET status = 'RELEASED', ended = UTC_TIMESTAMP(6), version = version + 1
+   WHERE stamp = p_stamp AND app_id = p_app_id AND status IN ${LIVE};
+  IF ROW_COUNT() > 0 THEN
+    ${released}
+    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
+      FROM locking k
+      JOIN locking_waiters w ON w.lock_name = k.lock_name
+      JOIN locking_doorbells d ON d.app_id = w.app_id
+     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
+    DELETE FROM locking WHERE stamp = p_stamp;
+  END IF;
+  COMMIT;`;
+
 /**
  * `CALL locking_release(stamp, app id)` → one row: `lock_names` (the JSON array of the grant's names; null when no
  * live grant of that app id has that stamp) and `doorbells` (the connection ids, comma-separated, of the doorbells of
@@ -31,29 +60,10 @@ const CREATE_DOORBELLS = `CREATE TABLE locking_doorbells (
  * those rows (by stamp) and the waiters' primary key (`lock_name` first): a release of names nobody waits for pays
  * one index probe per name.
  */
-const CREATE_RELEASE_V2 = `CREATE PROCEDURE locking_release(
-    IN p_stamp BIGINT,
-    IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4)
-  MODIFIES SQL DATA
-  SQL SECURITY INVOKER
-BEGIN
+const CREATE_RELEASE_V2 = `${releaseSignature('locking_release')}
   DECLARE v_names LONGTEXT CHARACTER SET utf8mb4 DEFAULT NULL;
   DECLARE v_doorbells TEXT DEFAULT NULL;
-  DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
-  SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  START TRANSACTION;
-  UPDATE locking_log SET status = 'RELEASED', ended = UTC_TIMESTAMP(6), version = version + 1
-   WHERE stamp = p_stamp AND app_id = p_app_id AND status IN ${LIVE};
-  IF ROW_COUNT() > 0 THEN
-    SELECT lock_names INTO v_names FROM locking_log WHERE stamp = p_stamp;
-    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
-      FROM locking k
-      JOIN locking_waiters w ON w.lock_name = k.lock_name
-      JOIN locking_doorbells d ON d.app_id = w.app_id
-     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
-    DELETE FROM locking WHERE stamp = p_stamp;
-  END IF;
-  COMMIT;
+  ${releaseTransaction('SELECT lock_names INTO v_names FROM locking_log WHERE stamp = p_stamp;')}
   SELECT v_names AS lock_names, v_doorbells AS doorbells;
 END`;
 

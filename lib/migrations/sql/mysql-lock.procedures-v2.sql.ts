@@ -294,4 +294,5 @@ export const DROP_ALL_MYSQL_LOCK_PROCEDURES: readonly string[] = [
   'DROP PROCEDURE IF EXISTS locking_try_acquire_one',
   'DROP PROCEDURE IF EXISTS locking_try_acquire',
   'DROP PROCEDURE IF EXISTS locking_release',
+  'DROP PROCEDURE IF EXISTS locking_release_quiet',
 ];

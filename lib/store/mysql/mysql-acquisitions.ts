@@ -16,10 +16,11 @@ const MAX_BATCH_SIZE = 32;
 
 /**
  * The procedures of the hot path, by version: `group` (`locking_try_acquire` and `locking_release`, first version),
- * `twin` and `batch` (`locking_try_acquire_one`, `locking_try_acquire_batch`, second version).
+ * `twin` and `batch` (`locking_try_acquire_one`, `locking_try_acquire_batch`, second version), `quiet`
+ * (`locking_release_quiet`, migration `MysqlQuietRelease1797000000000`).
  * @internal
  */
-export type MysqlProcedure = 'group' | 'twin' | 'batch';
+export type MysqlProcedure = 'group' | 'twin' | 'batch' | 'quiet';
 
 /** One caller's group in an acquisition batch. */
 interface AcquireRequest {
@@ -39,7 +40,7 @@ interface AcquireRequest {
  */
 export class MysqlAcquisitions {
   /** Until when each procedure goes unused, found missing (monotonic ms). */
-  readonly missingUntil: Record<MysqlProcedure, number> = { group: 0, twin: 0, batch: 0 };
+  readonly missingUntil: Record<MysqlProcedure, number> = { group: 0, twin: 0, batch: 0, quiet: 0 };
   private readonly batcher = new KeyedRequestBatchers<number, AcquireRequest, number>(
     (leaseMs, requests) => this.acquireBatch(leaseMs, requests),
     MAX_BATCHES_IN_FLIGHT,

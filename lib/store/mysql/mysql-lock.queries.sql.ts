@@ -94,6 +94,13 @@ export const CALL_TRY_ACQUIRE_BATCH = 'CALL locking_try_acquire_batch(?, ?, ?, ?
 /** ? stamp, ? app id → `lock_names` (JSON; null when nothing matched). The whole release below, as one call. */
 export const CALL_RELEASE = 'CALL locking_release(?, ?)';
 
+/**
+ * ? stamp, ? app id → no result set (the OK packet's affected rows: > 0 when it released), or one row, `released`
+ * (1 or 0) and `doorbells`, when there are doorbells to ring (always on MySQL). The release of a grant whose names the
+ * caller knows.
+ */
+export const CALL_RELEASE_QUIET = 'CALL locking_release_quiet(?, ?)';
+
 /** ? app id, ? instance, ? names (JSON), ? modes (JSON), ? lease (ms): the grant's log row; its id is the stamp. */
 export const INSERT_GRANT_LOG = `INSERT INTO locking_log
   (app_id, instance, lock_names, lock_modes, status, acquired, lease_expires)

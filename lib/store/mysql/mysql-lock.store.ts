@@ -41,6 +41,9 @@ const freedNames = (value: unknown): string[] | undefined => (value === null || 
 /** How many name rows one reaper run prunes at most. */
 const NAMES_PRUNED_PER_RUN = 1000;
 
+/** Grants whose names `MysqlLockStore` remembers at most (those past it are released with `locking_release`). */
+const MAX_KNOWN_GRANTS = 10_000;
+
 /**
  * `LockStore` over the application's TypeORM DataSource on MySQL 8.0+ or MariaDB 10.6+ (InnoDB), straight on the
  * DataSource's own `mysql2` pool. Each operation is one short transaction at READ COMMITTED. A grant locks its names'
@@ -61,6 +64,13 @@ export class MysqlLockStore extends LockStore {
   readonly acquisitions: MysqlAcquisitions;
   /** Wakes the waiters of other instances that a release named (their doorbells). */
   readonly ringer: MysqlDoorbellRinger;
+  /**
+   * The names of this process's live grants, by stamp: what a release frees for this process's own waiters, known
+   * without asking the database, so that `locking_release_quiet` may answer without a result set. A grant missing
+   * here (past `MAX_KNOWN_GRANTS`, or a stamp this store did not grant) is released by `locking_release`, which
+   * answers its names.
+   */
+  private readonly grantNames = new Map<number, readonly string[]>();
 
   constructor(
     dataSource: DataSource,
@@ -80,8 +90,10 @@ export class MysqlLockStore extends LockStore {
     return this.runner.retries;
   }
 
-  tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
-    return this.acquisitions.tryAcquire(group, waiter, leaseMs);
+  async tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
+    const stamp = await this.acquisitions.tryAcquire(group, waiter, leaseMs);
+    if (stamp > 0 && this.grantNames.size < MAX_KNOWN_GRANTS) this.grantNames.set(stamp, group.map((r) => r.name));
+    return stamp;
   }
 
   /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
@@ -163,6 +175,11 @@ export class MysqlLockStore extends LockStore {
   }
 
   async release(stamp: number): Promise<boolean> {
+    const known = this.grantNames.get(stamp);
+    if (known !== undefined) {
+      const released = await this.releaseQuietly(stamp, known);
+      if (released !== undefined) return released;
+    }
     const called = await this.acquisitions.withProcedure('group', () =>
       this.runner.call<{ lock_names: unknown; doorbells?: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [
         stamp,
@@ -170,11 +187,33 @@ export class MysqlLockStore extends LockStore {
       ]),
     );
     const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
+    this.grantNames.delete(stamp);
     if (names === undefined) return false;
     this.wakeups.freed(names);
     // The procedure's second version names the doorbells of other instances' waiters on these names (the first
     // version and the statements one by one, of a database before the doorbells' migration, name none: they poll).
     this.ringer.ring(doorbellIds(called?.[0]?.doorbells));
+    return true;
+  }
+
+  /**
+   * The release of a grant of this process whose names it knows, by `locking_release_quiet`: whether it released;
+   * undefined when the database has no such procedure (a database before its migration).
+   */
+  private async releaseQuietly(stamp: number, names: readonly string[]): Promise<boolean | undefined> {
+    const answer = await this.acquisitions.withProcedure('quiet', () =>
+      this.runner.callAnswer<{ released: number | string; doorbells: unknown }>('releaseLocks', false, SQL.CALL_RELEASE_QUIET, [
+        stamp,
+        this.options.appId,
+      ]),
+    );
+    if (answer === undefined) return undefined;
+    this.grantNames.delete(stamp);
+    // No result set: nothing but the release to tell (MariaDB), and the OK packet's affected rows say whether it did.
+    const [row] = answer.rows ?? [];
+    if (!(row === undefined ? answer.affectedRows > 0 : Number(row.released) === 1)) return false;
+    this.wakeups.freed(names);
+    this.ringer.ring(doorbellIds(row?.doorbells));
     return true;
   }
 
@@ -201,6 +240,7 @@ export class MysqlLockStore extends LockStore {
       const { affectedRows } = await tx.write(SQL.DELETE_APP_LOCKS, [this.options.appId]);
       return { names: names.map((row) => row.lock_name), rows: affectedRows };
     });
+    this.grantNames.clear();
     this.wakeups.freed(freed.names);
     return freed.rows;
   }
@@ -208,7 +248,7 @@ export class MysqlLockStore extends LockStore {
   async renew(stamps: readonly number[], maxHoldMs = this.options.maxHoldMs): Promise<RenewOutcome> {
     const { appId, leaseMs } = this.options;
     if (stamps.length === 0) return { renewed: new Set(), live: new Set() };
-    return this.runner.transaction('renewLeases', false, async (tx) => {
+    const outcome = await this.runner.transaction('renewLeases', false, async (tx) => {
       const live = await tx.select<{ stamp: string }>(SQL.selectLiveStamps(stamps.length, false), [...stamps, appId]);
       // A row locked by another transaction (a business transaction after markBusinessDone, a release or a reap in
       // progress) is skipped, never waited for: one long business transaction must not hold up the other renewals.
@@ -218,6 +258,9 @@ export class MysqlLockStore extends LockStore {
       if (unlocked.length > 0) await tx.write(SQL.renewLeases(unlocked.length), [maxHoldMs, leaseMs, maxHoldMs, leaseMs, ...unlocked]);
       return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
     });
+    // A grant no longer live (reaped by another instance, forced) is never released: its names are forgotten.
+    for (const stamp of stamps) if (!outcome.live.has(stamp)) this.grantNames.delete(stamp);
+    return outcome;
   }
 
   async reap(): Promise<number[]> {
@@ -233,6 +276,7 @@ export class MysqlLockStore extends LockStore {
       await tx.write(SQL.deleteLocksOf(stamps.length), stamps);
       return { stamps, names: names.map((row) => row.lock_name) };
     });
+    for (const stamp of reaped.stamps) this.grantNames.delete(stamp);
     this.wakeups.freed(reaped.names);
     await this.runner.write('reapStaleLocks', SQL.PRUNE_NAMES, [NAMES_PRUNED_PER_RUN]);
     return reaped.stamps;

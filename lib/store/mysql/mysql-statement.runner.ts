@@ -17,6 +17,12 @@ export interface MysqlWriteResult {
   readonly insertId: number;
 }
 
+/** What a `CALL` answered: the rows of its first result set, if it sent one, and its OK packet's affected rows. @internal */
+export interface MysqlCallAnswer<R> {
+  readonly rows?: R[];
+  readonly affectedRows: number;
+}
+
 /** The statements of one transaction. @internal */
 export interface MysqlTransaction {
   /** Rows of a SELECT. */
@@ -98,12 +104,22 @@ export class MysqlStatementRunner {
    * lost once the call was sent is never retried: the procedure may have committed (`outcomeUnknown` when it
    * `grants`). Resolves with the rows of the procedure's first result set.
    */
-  call<R>(operation: string, grants: boolean, sql: string, values: readonly unknown[]): Promise<R[]> {
+  async call<R>(operation: string, grants: boolean, sql: string, values: readonly unknown[]): Promise<R[]> {
+    return (await this.callAnswer<R>(operation, grants, sql, values)).rows ?? [];
+  }
+
+  /**
+   * `call`, for a procedure that may answer no result set: the rows of its first result set (undefined without one)
+   * and the affected rows of the call's OK packet (0 with a result set).
+   */
+  callAnswer<R>(operation: string, grants: boolean, sql: string, values: readonly unknown[]): Promise<MysqlCallAnswer<R>> {
     return this.retrying(operation, grants, async (tx, committing) => {
       committing();
-      // A CALL answers with its result sets, then the call's own status.
-      const [rows] = await tx.select<unknown>(sql, values);
-      return Array.isArray(rows) ? (rows as R[]) : [];
+      // A CALL answers with its result sets, then the call's own status; without a result set, with that status alone.
+      const answer = await tx.select<unknown>(sql, values);
+      if (!Array.isArray(answer)) return { affectedRows: Number((answer as { affectedRows?: unknown }).affectedRows ?? 0) };
+      const [rows] = answer;
+      return { rows: Array.isArray(rows) ? (rows as R[]) : [], affectedRows: 0 };
     });
   }
 
