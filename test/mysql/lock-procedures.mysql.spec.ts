@@ -10,6 +10,7 @@ import { namesOf } from '../support/dialects.js';
 import { openSession } from '../support/dialect-sql.js';
 import { createMysqlTestDatabase, describeOnMysql } from '../support/mysql-test-database.js';
 import type { TestDatabase } from '../support/test-database.js';
+import type { MysqlLockStore } from '../../lib/store/mysql/mysql-lock.store.js';
 
 /** Replaces procedure `name` (of `params`) with one that fails loudly: a call of it is then seen by its caller. */
 async function replaceWithFailing(db: TestDatabase, name: string, params: string): Promise<void> {
@@ -83,7 +84,7 @@ describeOnMysql('the MySQL/MariaDB hot path as stored procedures (one CALL per g
     const db = await fresh();
     const app = await apps.start(db.url, { appId: 'release' });
     const stamp = await app.locks.tryLocks(['R1_WRITE', 'R2_READ']);
-    if (forget) (app.app.get(LockStore) as unknown as { grantNames: Map<number, unknown> }).grantNames.clear();
+    if (forget) (app.app.get(LockStore) as MysqlLockStore).releases.forgetAll();
     await replaceWithFailing(db, procedure, 'a BIGINT, b VARCHAR(200)');
     const error = await app.locks.releaseLocks(stamp).catch((e: unknown) => e);
     expect(String((error as LockStoreError).cause)).toContain(`called ${procedure}`);

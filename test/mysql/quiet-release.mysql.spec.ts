@@ -144,7 +144,7 @@ describeOnMysql('MySQL/MariaDB: the quiet release (no result set when there is n
     const store = app.app.get(LockStore) as MysqlLockStore;
     const releases = watchReleases(app);
     const stamp = await app.locks.tryLocks(['UNKNOWN_WRITE']);
-    (store as unknown as { grantNames: Map<number, unknown> }).grantNames.clear();
+    store.releases.forgetAll();
     const waiting = app.locks.tryLocks(['UNKNOWN_WRITE'], { waitMs: 10_000 });
     await until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE app_id = 'unknown'`)).length > 0);
     const releasedAt = performance.now();

@@ -15,10 +15,11 @@ import {
 import { compareLockNames } from '../../utils/lock-name.util.js';
 import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
 import { MysqlAcquisitions } from './mysql-acquisitions.js';
-import { busyLockOf, type BusyRow, jsonArray } from '../lock-rows.util.js';
+import { busyLockOf, type BusyRow } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as SQL from './mysql-lock.queries.sql.js';
-import { doorbellIds, MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
+import { MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
+import { MysqlReleases } from './mysql-releases.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
@@ -35,14 +36,8 @@ interface CheckRow {
   writer_first: number | string | null;
 }
 
-/** The names a release freed, from the procedure's `lock_names` (null: nothing matched). */
-const freedNames = (value: unknown): string[] | undefined => (value === null || value === undefined ? undefined : jsonArray(value));
-
 /** How many name rows one reaper run prunes at most. */
 const NAMES_PRUNED_PER_RUN = 1000;
-
-/** Grants whose names `MysqlLockStore` remembers at most (those past it are released with `locking_release`). */
-const MAX_KNOWN_GRANTS = 10_000;
 
 /**
  * `LockStore` over the application's TypeORM DataSource on MySQL 8.0+ or MariaDB 10.6+ (InnoDB), straight on the
@@ -64,13 +59,8 @@ export class MysqlLockStore extends LockStore {
   readonly acquisitions: MysqlAcquisitions;
   /** Wakes the waiters of other instances that a release named (their doorbells). */
   readonly ringer: MysqlDoorbellRinger;
-  /**
-   * The names of this process's live grants, by stamp: what a release frees for this process's own waiters, known
-   * without asking the database, so that `locking_release_quiet` may answer without a result set. A grant missing
-   * here (past `MAX_KNOWN_GRANTS`, or a stamp this store did not grant) is released by `locking_release`, which
-   * answers its names.
-   */
-  private readonly grantNames = new Map<number, readonly string[]>();
+  /** Releases, and the names of this process's live grants that they free. */
+  readonly releases: MysqlReleases;
 
   constructor(
     dataSource: DataSource,
@@ -84,6 +74,7 @@ export class MysqlLockStore extends LockStore {
       this.tryAcquireStatements(group, waiter, leaseMs),
     );
     this.ringer = new MysqlDoorbellRinger(this.runner);
+    this.releases = new MysqlReleases(this.runner, options, this.acquisitions, this.wakeups, this.ringer);
   }
 
   get retries(): number {
@@ -92,7 +83,7 @@ export class MysqlLockStore extends LockStore {
 
   async tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
     const stamp = await this.acquisitions.tryAcquire(group, waiter, leaseMs);
-    if (stamp > 0 && this.grantNames.size < MAX_KNOWN_GRANTS) this.grantNames.set(stamp, group.map((r) => r.name));
+    this.releases.granted(stamp, group);
     return stamp;
   }
 
@@ -174,58 +165,8 @@ export class MysqlLockStore extends LockStore {
     return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs);
   }
 
-  async release(stamp: number): Promise<boolean> {
-    const known = this.grantNames.get(stamp);
-    if (known !== undefined) {
-      const released = await this.releaseQuietly(stamp, known);
-      if (released !== undefined) return released;
-    }
-    const called = await this.acquisitions.withProcedure('group', () =>
-      this.runner.call<{ lock_names: unknown; doorbells?: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [
-        stamp,
-        this.options.appId,
-      ]),
-    );
-    const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
-    this.grantNames.delete(stamp);
-    if (names === undefined) return false;
-    this.wakeups.freed(names);
-    // The procedure's second version names the doorbells of other instances' waiters on these names (the first
-    // version and the statements one by one, of a database before the doorbells' migration, name none: they poll).
-    this.ringer.ring(doorbellIds(called?.[0]?.doorbells));
-    return true;
-  }
-
-  /**
-   * The release of a grant of this process whose names it knows, by `locking_release_quiet`: whether it released;
-   * undefined when the database has no such procedure (a database before its migration).
-   */
-  private async releaseQuietly(stamp: number, names: readonly string[]): Promise<boolean | undefined> {
-    const answer = await this.acquisitions.withProcedure('quiet', () =>
-      this.runner.callAnswer<{ released: number | string; doorbells: unknown }>('releaseLocks', false, SQL.CALL_RELEASE_QUIET, [
-        stamp,
-        this.options.appId,
-      ]),
-    );
-    if (answer === undefined) return undefined;
-    this.grantNames.delete(stamp);
-    // No result set: nothing but the release to tell (MariaDB), and the OK packet's affected rows say whether it did.
-    const [row] = answer.rows ?? [];
-    if (!(row === undefined ? answer.affectedRows > 0 : Number(row.released) === 1)) return false;
-    this.wakeups.freed(names);
-    this.ringer.ring(doorbellIds(row?.doorbells));
-    return true;
-  }
-
-  /** The release sent statement by statement; the names it freed, or undefined when nothing matched. */
-  private releaseStatements(stamp: number): Promise<string[] | undefined> {
-    return this.runner.transaction('releaseLocks', false, async (tx) => {
-      const ended = await tx.write(SQL.END_GRANT_RELEASED, [stamp, this.options.appId]);
-      if (ended.affectedRows === 0) return undefined;
-      const rows = await tx.select<{ lock_name: string }>(SQL.SELECT_GRANT_NAMES, [stamp]);
-      await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
-      return rows.map((row) => row.lock_name);
-    });
+  release(stamp: number): Promise<boolean> {
+    return this.releases.release(stamp);
   }
 
   async recover(): Promise<number> {
@@ -240,7 +181,7 @@ export class MysqlLockStore extends LockStore {
       const { affectedRows } = await tx.write(SQL.DELETE_APP_LOCKS, [this.options.appId]);
       return { names: names.map((row) => row.lock_name), rows: affectedRows };
     });
-    this.grantNames.clear();
+    this.releases.forgetAll();
     this.wakeups.freed(freed.names);
     return freed.rows;
   }
@@ -259,7 +200,7 @@ export class MysqlLockStore extends LockStore {
       return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
     });
     // A grant no longer live (reaped by another instance, forced) is never released: its names are forgotten.
-    for (const stamp of stamps) if (!outcome.live.has(stamp)) this.grantNames.delete(stamp);
+    this.releases.forget(stamps.filter((stamp) => !outcome.live.has(stamp)));
     return outcome;
   }
 
@@ -276,7 +217,7 @@ export class MysqlLockStore extends LockStore {
       await tx.write(SQL.deleteLocksOf(stamps.length), stamps);
       return { stamps, names: names.map((row) => row.lock_name) };
     });
-    for (const stamp of reaped.stamps) this.grantNames.delete(stamp);
+    this.releases.forget(reaped.stamps);
     this.wakeups.freed(reaped.names);
     await this.runner.write('reapStaleLocks', SQL.PRUNE_NAMES, [NAMES_PRUNED_PER_RUN]);
     return reaped.stamps;
