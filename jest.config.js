@@ -15,4 +15,9 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   testTimeout: 60000,
+  // The files run one after another (2 cores), in a worker that is replaced once it holds more than this after a
+  // file: ESM test modules under --experimental-vm-modules are never freed, and the whole suite in one process grew
+  // past 4 GB, where garbage collection stalled the event loop for seconds and timed tests out late in the run.
+  maxWorkers: 1,
+  workerIdleMemoryLimit: '1.5GB',
 };
