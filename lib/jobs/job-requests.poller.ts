@@ -3,14 +3,22 @@ import { LockTablesMissingError } from '../errors/index.js';
 import type { JobRunStore, RunRequest } from '../store/job-runs.store.js';
 import { messageOf } from './job-run.util.js';
 
-/** How often each replica looks for the "run now" requests of its jobs (ms). @internal */
+/**
+ * How often each replica looks for the "run now" requests of its jobs, on average (ms): each look comes 0.5 to 1.5
+ * times this after the one before, at random, so that the looks never stay in step with a schedule that keeps the
+ * job's locks busy at the same moment of every second (a request would then find them busy at every look).
+ * @internal
+ */
 export const RUN_REQUEST_POLL_MS = 1000;
+
+/** The delay before the next look for requests: `RUN_REQUEST_POLL_MS`, spread ±50 % at random. */
+const nextPollMs = (): number => RUN_REQUEST_POLL_MS * (0.5 + Math.random());
 
 /** Runs one request of a job on this replica (under the job's locks; the claim decides whether it runs here). @internal */
 export type RunRequested = (request: RunRequest) => Promise<unknown>;
 
 /**
- * Looks for the "run now" requests of this replica's jobs every `RUN_REQUEST_POLL_MS` and tries each, one attempt at
+ * Looks for the "run now" requests of this replica's jobs about every `RUN_REQUEST_POLL_MS` and tries each, one attempt at
  * a time per request on this replica: every replica that has the job tries it, under the job's locks, and the claim
  * lets exactly one of them run it. A request found busy (its locks held, or another run of the job going) stays
  * `requested` and is tried again at the next poll: it waits for the run under way, and never overlaps it.
@@ -34,16 +42,23 @@ export class JobRequestsPoller {
   add(job: string, run: RunRequested): void {
     if (this.stopped) return;
     this.runs.set(job, run);
-    if (this.timer === undefined) {
-      this.timer = setInterval(() => void this.poll(), RUN_REQUEST_POLL_MS);
-      this.timer.unref();
-    }
+    if (this.timer === undefined) this.schedule();
+  }
+
+  /** Looks for requests after `nextPollMs()`, then schedules the next look (until `close`). */
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      void this.poll().finally(() => {
+        if (!this.stopped) this.schedule();
+      });
+    }, nextPollMs());
+    this.timer.unref();
   }
 
   /** Stops polling (shutdown); attempts under way end as ticks do. */
   close(): void {
     this.stopped = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
   }
 
