@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
-import { JobNotFoundError, LockAdminService, type LockJobControl, type LockJobRun } from 'nestjs-db-locks';
+import { JobNotFoundError, LockAdminService, type LockJobAction, type LockJobControl, type LockJobRun } from 'nestjs-db-locks';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
@@ -58,6 +58,17 @@ for (const dialect of DIALECTS) {
       await db?.drop();
     });
 
+    /** Waits until the run that `asked` (a "run now") requested of `job` succeeded; returns it. */
+    async function requestedRun(job: string, asked: LockJobAction, timeoutMs: number): Promise<LockJobRun> {
+      const tick = asked.tick!.getTime();
+      let run: LockJobRun | undefined;
+      await until(async () => {
+        run = (await admin.getJobRuns({ job, since: asked.tick!, limit: 50 })).find((r) => r.tick.getTime() === tick);
+        return run?.outcome === 'succeeded';
+      }, timeoutMs);
+      return run!;
+    }
+
     /**
      * Once a scheduled run of `job` (hits under `name`) is going, asks for a run now and waits until it succeeded; checks
      * that it started after the run under way had ended, and that no two runs of the job ever overlapped.
@@ -70,17 +81,12 @@ for (const dialect of DIALECTS) {
         return going?.phase === 'start';
       }, 10_000);
       const asked = await admin.runJobNow(job, control);
-      const tick = asked.tick!.getTime();
-      let run: LockJobRun | undefined;
-      await until(async () => {
-        run = (await admin.getJobRuns({ job, since: asked.tick!, limit: 50 })).find((r) => r.tick.getTime() === tick);
-        return run?.outcome === 'succeeded';
-      }, 30_000);
+      const run = await requestedRun(job, asked, 30_000);
       const hits = await hitsOf(db, name);
       const goingEnd = hits.find((hit) => hit.phase === 'end' && hit.appId === going!.appId && hit.dbMs >= going!.dbMs);
-      expect(goingEnd!.dbMs).toBeLessThanOrEqual(run!.startedAt!.getTime());
+      expect(goingEnd!.dbMs).toBeLessThanOrEqual(run.startedAt!.getTime());
       expect(mostAtOnce(hits)).toBe(1);
-      return run!;
+      return run;
     }
 
     it('pauses a job on every replica: its ticks are recorded paused with who and why, it runs nowhere, and resumes', async () => {
@@ -124,20 +130,16 @@ for (const dialect of DIALECTS) {
     it('runs a job once across the fleet on "run now", recorded as manual with its actor and reason', async () => {
       const asked = await admin.runJobNow('FleetCron.run', { actor: 'dave', reason: 'rebuild after import' });
       expect(asked).toMatchObject({ action: 'run', actor: 'dave', changed: true });
+      const run = await requestedRun('FleetCron.run', asked, 10_000);
       const tick = asked.tick!.getTime();
-      let run: LockJobRun | undefined;
-      await until(async () => {
-        run = (await admin.getJobRuns({ job: 'FleetCron.run', since: asked.tick!, limit: 50 })).find((r) => r.tick.getTime() === tick);
-        return run?.outcome === 'succeeded';
-      }, 10_000);
       expect(run).toMatchObject({ manual: true, actor: 'dave', reason: 'rebuild after import', error: null });
       // Picked up within about a second (each replica looks every second), when nothing else runs.
-      expect(run!.startedAt!.getTime() - tick).toBeLessThan(2000);
-      expect(['replica-a', 'replica-b', 'replica-c', 'replica-d']).toContain(run!.appId);
+      expect(run.startedAt!.getTime() - tick).toBeLessThan(2000);
+      expect(['replica-a', 'replica-b', 'replica-c', 'replica-d']).toContain(run.appId);
       // Exactly one run started by the request's replica within its run (the schedule's own ticks are elsewhere in time).
-      const started = run!.startedAt!.getTime();
+      const started = run.startedAt!.getTime();
       const hits = (await hitsOf(db, 'fleet-cron')).filter(
-        (hit) => hit.phase === 'start' && hit.appId === run!.appId && hit.dbMs >= started - 5 && hit.dbMs <= started + 20,
+        (hit) => hit.phase === 'start' && hit.appId === run.appId && hit.dbMs >= started - 5 && hit.dbMs <= started + 20,
       );
       expect(hits).toHaveLength(1);
     }, 30_000);
@@ -174,12 +176,7 @@ for (const dialect of DIALECTS) {
 
       // Run now, while paused: once, on replica-b.
       const asked = await admin.runJobNow(job, { actor: 'gina', reason: 'one run while paused' });
-      const tick = asked.tick!.getTime();
-      let run: LockJobRun | undefined;
-      await until(async () => {
-        run = (await admin.getJobRuns({ job, since: asked.tick!, limit: 50 })).find((r) => r.tick.getTime() === tick);
-        return run?.outcome === 'succeeded';
-      }, 10_000);
+      const run = await requestedRun(job, asked, 10_000);
       expect(run).toMatchObject({ manual: true, appId: 'replica-b', actor: 'gina' });
       const onB = (await hitsOf(db, 'per-replica-cron')).filter((hit) => hit.phase === 'start' && hit.appId === 'replica-b' && hit.dbMs > since);
       expect(onB).toHaveLength(1);
