@@ -474,7 +474,7 @@ AS $function$
        ELSE
          v_busy := EXISTS (SELECT 1
            FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
-          WHERE (EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name)
+          WHERE ((SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL
                  AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
                              OR count(*) FILTER (WHERE h.mode <> r.mode) > 0
                         FROM (SELECT held.mode, lim.permits

@@ -104,6 +104,7 @@ export {
   JobControls1796800000000,
   LeaderTerms1796900000000,
   MysqlQuietRelease1797000000000,
+  GroupCheckProbes1797100000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

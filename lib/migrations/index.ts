@@ -14,6 +14,7 @@ import { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.
 import { JobControls1796800000000 } from './1796800000000-job-controls.js';
 import { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 import { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
+import { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -31,6 +32,7 @@ export { FairLockWaiters1796700000000 } from './1796700000000-fair-lock-waiters.
 export { JobControls1796800000000 } from './1796800000000-job-controls.js';
 export { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 export { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
+export { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -54,6 +56,7 @@ export const LOCK_MIGRATIONS = [
   JobControls1796800000000,
   LeaderTerms1796900000000,
   MysqlQuietRelease1797000000000,
+  GroupCheckProbes1797100000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

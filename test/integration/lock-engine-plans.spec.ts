@@ -65,6 +65,40 @@ describe('engine functions plan index scans', () => {
     }
   });
 
+  // A hashed subplan read the whole of `locking` at every group grant (GroupCheckProbes1797100000000): every lock the
+  // fleet holds, and every row released since the last VACUUM (a bitmap scan never marks an index entry dead).
+  it("checks a group by probing its own names, never reading the other names' lock rows", async () => {
+    const entriesRead = async (): Promise<number> => {
+      const { rows } = await client.query<{ read: string }>(
+        `SELECT pg_stat_get_xact_tuples_returned('locking_pk'::regclass) AS read`,
+      );
+      return Number(rows[0]?.read);
+    };
+    await client.query('VACUUM ANALYZE locking');
+    await client.query('BEGIN');
+    try {
+      // Two thousand locks held by another app: what a fleet holds at once.
+      await client.query(
+        `INSERT INTO locking (lock_name, mode, app_id, stamp)
+           SELECT 'OTHER_' || g, 'W', 'others', nextval('locking_stamp_seq') FROM generate_series(1, 2000) AS g`,
+      );
+      const before = await entriesRead();
+      for (let i = 0; i < 8; i++) {
+        const names = [`PROBE_A${i}`, `PROBE_B${i}`, `PROBE_C${i}`, `PROBE_D${i}`];
+        const { rows } = await client.query<{ stamps: string[] }>(
+          `SELECT locking_try_acquire('plans', 'plans-1', $1::text[], ARRAY['W', 'W', 'R', 'R'], ARRAY[4],
+             ARRAY[NULL]::text[], 1, 1, 60000) AS stamps`,
+          [names],
+        );
+        expect(Number(rows[0]?.stamps[0])).toBeGreaterThan(0);
+      }
+      // Four probes per call find nothing; the uniqueness checks of the inserts read no other name's entry either.
+      expect((await entriesRead()) - before).toBeLessThan(100);
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  });
+
   // Left to choose, PL/pgSQL plans the group check again at every call (its generic plan never looks cheaper than
   // the custom ones): about 0.4 ms of planning per call, half the contended workload's throughput in the benchmark.
   it('plans a call with several names generically, and leaves a call with one name as it is', async () => {

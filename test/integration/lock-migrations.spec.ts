@@ -53,6 +53,12 @@ async function groupChecks(db: TestDatabase): Promise<boolean> {
   return rows.length === 1 && (rows[0]?.src.includes('FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)\n          WHERE') ?? false);
 }
 
+/** Whether the group check probes each name (GroupCheckProbes1797100000000) rather than asking `EXISTS` of the table. */
+async function groupCheckProbes(db: TestDatabase): Promise<boolean> {
+  const rows = await db.query<{ src: string }>(`SELECT prosrc AS src FROM pg_proc WHERE proname = 'locking_try_acquire'`);
+  return rows[0]?.src.includes('(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL') ?? false;
+}
+
 /** Whether the run history of scheduled jobs exists (the eighth migration). */
 async function jobHistory(db: TestDatabase): Promise<boolean> {
   const rows = await db.query(`SELECT 1 FROM pg_class WHERE relname IN ('locking_job_run', 'locking_job') AND relkind = 'r'`);
@@ -142,6 +148,15 @@ describe('shipped migrations', () => {
     expect(await writersQueue(db)).toBe(true);
     expect(await jobControls(db)).toBe(true);
     let app = await createLockApp(db.url, { appId: 'latest' });
+    await exerciseEngine(app.locks);
+    await app.close();
+
+    expect(await groupCheckProbes(db)).toBe(true);
+    await dataSource.undoLastMigration(); // the group check's probes: the seventh version's function is back
+    expect(await groupCheckProbes(db)).toBe(false);
+    expect(await groupChecks(db)).toBe(true);
+    expect(await writersQueue(db)).toBe(true);
+    app = await createLockApp(db.url, { appId: 'before-probes' });
     await exerciseEngine(app.locks);
     await app.close();
 
@@ -247,6 +262,7 @@ describe('shipped migrations', () => {
     expect(await forcedRelease(db)).toBe(true);
     expect(await jobHistory(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
+    expect(await groupCheckProbes(db)).toBe(true);
     app = await createLockApp(db.url, { appId: 'latest-again' });
     await exerciseEngine(app.locks);
     await app.close();

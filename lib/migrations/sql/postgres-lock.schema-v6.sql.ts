@@ -16,12 +16,12 @@ import { tryAcquireFunction } from './postgres-lock.schema-v2.sql.js';
  * Whether any lock of the group `p_names[v_from:v_to]` is busy for the group of `v_waiter`: CHECK_NAME_ORDERED as
  * one query. The permits are looked up only for held names, and the waiter's position only when a waiting writer of
  * one of its names exists (a scalar subquery that depends on no name is computed once, on first use). `yields` is
- * the order's condition on a request `r` (a later version passes its own).
+ * the order's condition on a request `r`, and `held` whether `r.name` has a lock row (later versions pass their own).
  * @internal
  */
-export const groupBusy = (yields: string): string => `SELECT 1
+export const groupBusy = (yields: string, held = HELD_BY_EXISTS): string => `SELECT 1
            FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
-          WHERE (EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name)
+          WHERE (${held}
                  AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
                              OR count(*) FILTER (WHERE h.mode <> r.mode) > 0
                         FROM (SELECT held.mode, lim.permits
@@ -32,6 +32,9 @@ export const groupBusy = (yields: string): string => `SELECT 1
                                 CROSS JOIN LATERAL (SELECT l.mode FROM locking l WHERE l.lock_name = r.name
                                                      LIMIT lim.permits + 1) AS held) AS h))
              OR ${yields}`;
+
+/** Whether the request `r`'s name has a lock row, as the sixth and seventh versions ask it. */
+const HELD_BY_EXISTS = 'EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = r.name)';
 
 /** The fourth version's order in GROUP_BUSY: a reader yields to the waiting writers registered before it. */
 const READERS_YIELD = `(r.mode = 'R'

@@ -27,8 +27,8 @@ import { groupBusy, TRY_ACQUIRE_FUNCTION_V6, tryAcquireFunctionV6 } from './post
  * stream of readers cannot starve it. Checked only for an earlier waiter row found (index `locking_waiters_waiter_idx`).
  */
 
-/** The order's condition for one name (`v_name`, `v_mode`, `v_waiter`). */
-const waiterBefore = (name: string, mode: string): string => `EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ${name}
+/** The order's condition for one name (`v_name`, `v_mode`, `v_waiter`). @internal */
+export const waiterBefore = (name: string, mode: string): string => `EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ${name}
                                AND (${mode} = 'W' OR w.mode = 'W') AND w.expires > now()
                                AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
                                                     ${NOT_WAITING})
@@ -42,8 +42,8 @@ export const CHECK_NAME_IN_ORDER = `${CHECK_PERMITS}         -- Waiters in regis
            v_busy := ${waiterBefore('v_name', 'v_mode')};
          END IF;`;
 
-/** `locking_try_acquire` (a batch of groups), seventh version. */
-const TRY_ACQUIRE_FUNCTION_V7 = tryAcquireFunctionV6(CHECK_NAME_IN_ORDER, groupBusy(waiterBefore('r.name', 'r.mode')));
+/** `locking_try_acquire` (a batch of groups), seventh version. @internal */
+export const TRY_ACQUIRE_FUNCTION_V7 = tryAcquireFunctionV6(CHECK_NAME_IN_ORDER, groupBusy(waiterBefore('r.name', 'r.mode')));
 
 /** Installs the seventh schema version. */
 export const UPGRADE_LOCK_SCHEMA_V7: readonly string[] = [TRY_ACQUIRE_FUNCTION_V7, tryAcquireOneFunction(CHECK_NAME_IN_ORDER)];
