@@ -20,9 +20,10 @@ export interface MysqlSection {
 }
 
 /**
- * Targets. The two throughput ratios are issue 30's ("MariaDB near its floor"): W1 at 0.70 x InnoDB's durable floor
- * (both are two durable commits per cycle, so the rest is the procedures' and the client's work) and W2 at 0.60 x
- * GET_LOCK. The others were set from measurements on the 2-core VM (docs/benchmark.md, "MySQL and MariaDB": 10 rounds
+ * Targets. W1 at 0.50 x InnoDB's durable floor (issue 41, in place of issue 30's 0.70 x: a grant writes its log row,
+ * on which the reaper and the fence depend, at the grant, so a cycle is two durable commits like the floor's plus the
+ * procedures' statements and result sets, and InnoDB has no asynchronous commit per transaction); W2 at 0.60 x
+ * GET_LOCK (issue 30). The others were set from measurements on the 2-core VM (docs/benchmark.md, "MySQL and MariaDB": 10 rounds
  * on MariaDB 10.11, fsync on), each with a margin below what the code reached there, catching the regressions that
  * matter (the hot path sent statement by statement again, a wait that stops being woken):
  * - W1 / GET_LOCK 0.12: measured 0.15–0.20 with the procedures' first version (statement by statement: 0.065–0.091).
@@ -40,7 +41,7 @@ export interface MysqlSection {
  * - hand-off within one instance 10 ms (measured 2.9 ms): the release wakes the waiter directly, no poll.
  */
 const TARGETS = {
-  w1Floor: 0.7,
+  w1Floor: 0.5,
   w1GetLock: 0.12,
   w2GetLock: 0.6,
   retryShare: 0.01,
@@ -95,7 +96,7 @@ function evaluateMysqlTargets(measurements: readonly Measurement[], handoff: rea
   const of = (workload: string, id: Parameters<typeof find>[2]): Measurement | undefined =>
     find(measurements, workload, id);
   return [
-    ratio('MariaDB W1 library / durable floor (InnoDB) [issue 30 target]', of('W1', 'library-mysql'), of('W1', 'floor-mysql'), TARGETS.w1Floor),
+    ratio('MariaDB W1 library / durable floor (InnoDB) [issue 41 target]', of('W1', 'library-mysql'), of('W1', 'floor-mysql'), TARGETS.w1Floor),
     ratio('MariaDB W1 library / GET_LOCK', of('W1', 'library-mysql'), of('W1', 'get-lock'), TARGETS.w1GetLock),
     ratio('MariaDB W2 library / GET_LOCK [issue 30 target]', of('W2', 'library-mysql'), of('W2', 'get-lock'), TARGETS.w2GetLock),
     retryShare('MariaDB W2 library retries / attempts', of('W2', 'library-mysql'), TARGETS.retryShare),
