@@ -46,7 +46,12 @@ export async function openLoanDesk(dialect: TestDialect, appId: string, serve?: 
   await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
   await db.query(`INSERT INTO loans (id, balance) VALUES ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((id) => `(${id}, 100)`).join(', ')}`);
   @Module({
-    imports: [ScheduleModule.forRoot(), LockModule.forRoot({ appId, url: db.url, leaseMs: 3000 })],
+    imports: [
+      ScheduleModule.forRoot(),
+      // No reaper task: a test that expires a lease counts what its own reapStaleLocks() frees; a task of its own
+      // (every 10 s by default) firing between the two would free the grant first.
+      LockModule.forRoot({ appId, url: db.url, leaseMs: 3000, reaperIntervalMs: 0 }),
+    ],
     controllers: serve?.controllers ?? [],
     providers: serve?.providers ?? [],
   })

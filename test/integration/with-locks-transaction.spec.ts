@@ -164,7 +164,8 @@ for (const d of DIALECTS) d.describe(`@WithLocks({ transaction }): fenced busine
     dialect = d;
     db = await d.createDatabase();
     await db.query('CREATE TABLE ledger (id serial PRIMARY KEY, loan int NOT NULL, cents int NOT NULL, stamp bigint NOT NULL)');
-    app = await createNestApp(db.url, { appId: 'fenced' }, { controllers: [RepaymentsController], providers: [Repayments, Ledger] });
+    // No reaper task: reapNow counts what its own reapStaleLocks() frees (see loan-desk.ts).
+    app = await createNestApp(db.url, { appId: 'fenced', reaperIntervalMs: 0 }, { controllers: [RepaymentsController], providers: [Repayments, Ledger] });
     repayments = app.app.get(Repayments);
   });
   afterAll(async () => {
