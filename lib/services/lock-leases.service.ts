@@ -12,6 +12,9 @@ import { LockReleaseRetries } from './lock-release-retries.js';
 /** The key of a stamp's release in `LockLeases.retries`. */
 const releaseKey = (stamp: number) => `release:${stamp}`;
 
+/** The key of the renewal in `LockLeases.retries`, while renewals fail. */
+const RENEWAL_KEY = 'renewal';
+
 /** How long the log row of a grant found gone is waited for, to say why in the error (a generic reason after). */
 const GONE_REASON_WAIT_MS = 1000;
 
@@ -33,9 +36,11 @@ const WALL_CLOCK_SLACK_MS = 100;
  *   `maxHoldMs` after the database's (later) acquisition time. A leader's grant (tracked `unbounded`) has no such
  *   limit: its lease is renewed for as long as this process renews (a second renewal statement, sent only while such
  *   a grant and a bounded one are held together).
- * - A release that failed is not renewed any more and is made again as soon as the database answers (`retries`:
- *   from a few milliseconds after the failure, backing off to a quarter of a second, and on every renewal tick); if
- *   the database stays away, the lease ends and any reaper frees it.
+ * - A renewal that failed is made again as soon as the database answers (`retries`: from a few milliseconds after the
+ *   failure, backing off to a quarter of a second), not at the next tick: after an outage that began just after a
+ *   tick, the next tick can come past the leases' end, which an outage shorter than the lease must not cost.
+ * - A release that failed is not renewed any more and is made again as soon as the database answers (`retries`,
+ *   likewise, and on every renewal tick); if the database stays away, the lease ends and any reaper frees it.
  * @internal
  */
 @Injectable()
@@ -238,6 +243,7 @@ export class LockLeases {
       outcome = await this.renewAll(stamps);
     } catch (error) {
       this.failingSince ??= sentAt;
+      this.retries.add(RENEWAL_KEY, () => this.renew());
       throw error;
     }
     this.failingSince = undefined;

@@ -1,6 +1,6 @@
 /**
- * The clean-ups that failed while the database was away (a release, the removal of a waiter's rows), made again as
- * soon as it answers.
+ * The clean-ups that failed while the database was away (a release, the removal of a waiter's rows), and the renewal
+ * while it fails, made again as soon as it answers.
  * @internal
  */
 import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
