@@ -59,6 +59,13 @@ async function groupCheckProbes(db: TestDatabase): Promise<boolean> {
   return rows[0]?.src.includes('(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL') ?? false;
 }
 
+/** An instance of the library (its app id `appId`) starts on `db` as it is, takes and releases locks, and stops. */
+async function engineWorks(db: TestDatabase, appId: string): Promise<void> {
+  const app = await createLockApp(db.url, { appId });
+  await exerciseEngine(app.locks);
+  await app.close();
+}
+
 /** Whether the run history of scheduled jobs exists (the eighth migration). */
 async function jobHistory(db: TestDatabase): Promise<boolean> {
   const rows = await db.query(`SELECT 1 FROM pg_class WHERE relname IN ('locking_job_run', 'locking_job') AND relkind = 'r'`);
@@ -147,18 +154,14 @@ describe('shipped migrations', () => {
     expect(await groupChecks(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
     expect(await jobControls(db)).toBe(true);
-    let app = await createLockApp(db.url, { appId: 'latest' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'latest');
 
     expect(await groupCheckProbes(db)).toBe(true);
     await dataSource.undoLastMigration(); // the group check's probes: the seventh version's function is back
     expect(await groupCheckProbes(db)).toBe(false);
     expect(await groupChecks(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
-    app = await createLockApp(db.url, { appId: 'before-probes' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'before-probes');
 
     expect(await leaderTerms(db)).toBe(true);
     await dataSource.undoLastMigration(); // MySQL's quiet release: nothing on PostgreSQL
@@ -178,9 +181,7 @@ describe('shipped migrations', () => {
     expect(await writersQueue(db)).toBe(false);
     expect(await groupChecks(db)).toBe(true);
     // The code of this version on a database at the previous migration: served, with the previous order.
-    app = await createLockApp(db.url, { appId: 'thirteenth' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'thirteenth');
 
     expect(await jobClaims(db)).toBe(true);
     await dataSource.undoLastMigration(); // the job claims' column and function go; the history stays
@@ -191,9 +192,7 @@ describe('shipped migrations', () => {
     const claims = createJobRunStore(dataSource, resolveLockOptions({ appId: 'twelfth' }));
     await expect(claims.claim('Old.run', { at: 0 }, 'twelfth', 1)).rejects.toBeInstanceOf(LockTablesMissingError);
     await expect(claims.pruneRuns(1000, 10)).rejects.toBeInstanceOf(LockTablesMissingError);
-    app = await createLockApp(db.url, { appId: 'twelfth' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'twelfth');
 
     await dataSource.undoLastMigration(); // the doorbells: nothing on PostgreSQL (LISTEN/NOTIFY)
     expect(await hotPathChecks(db)).toEqual([]);
@@ -202,16 +201,12 @@ describe('shipped migrations', () => {
     expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
     await dataSource.undoLastMigration(); // the instances table: the engine still starts and works without it
     expect(await db.query(`SELECT to_regclass('locking_instances') AS t`)).toEqual([{ t: null }]);
-    app = await createLockApp(db.url, { appId: 'eighth' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'eighth');
 
     expect(await jobHistory(db)).toBe(true);
     await dataSource.undoLastMigration(); // the run history of scheduled jobs: its tables go
     expect(await jobHistory(db)).toBe(false);
-    app = await createLockApp(db.url, { appId: 'seventh' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'seventh');
 
     await dataSource.undoLastMigration(); // MySQL's stored procedures: nothing changes on PostgreSQL
     expect(await groupChecks(db)).toBe(true);
@@ -219,7 +214,7 @@ describe('shipped migrations', () => {
     await dataSource.undoLastMigration(); // the group checks in one statement
     expect(await groupChecks(db)).toBe(false);
     expect(await forcedRelease(db)).toBe(true);
-    app = await createLockApp(db.url, { appId: 'fifth' });
+    let app = await createLockApp(db.url, { appId: 'fifth' });
     await exerciseEngine(app.locks);
     const forced = await app.locks.tryLocks(['F_WRITE']);
     await LockAdminService.create(dataSource, { actor: 'ops' }).forceRelease(forced, 'stuck');
@@ -237,23 +232,17 @@ describe('shipped migrations', () => {
     await dataSource.undoLastMigration(); // the ordered waiters
     expect(await waiterOrder(db)).toBe(false);
     expect(await releaseTakesLogRowFirst(db)).toBe(true);
-    app = await createLockApp(db.url, { appId: 'third' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'third');
 
     await dataSource.undoLastMigration(); // the ordered release: the lock rows before the log row again
     expect(await releaseTakesLogRowFirst(db)).toBe(false);
     expect(await scalarTwins(db)).toEqual(['locking_release_one', 'locking_try_acquire_one']);
-    app = await createLockApp(db.url, { appId: 'second' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'second');
 
     await dataSource.undoLastMigration(); // the faster functions
     expect(await hotPathChecks(db)).toEqual(['locking_log_status_ck', 'locking_mode_ck']);
     expect(await scalarTwins(db)).toEqual([]); // this library then takes single locks with the batch functions
-    app = await createLockApp(db.url, { appId: 'first' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'first');
 
     expect((await dataSource.runMigrations()).length).toBe(LOCK_MIGRATIONS.length - 1);
     expect(await groupChecks(db)).toBe(true);
@@ -263,9 +252,7 @@ describe('shipped migrations', () => {
     expect(await jobHistory(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
     expect(await groupCheckProbes(db)).toBe(true);
-    app = await createLockApp(db.url, { appId: 'latest-again' });
-    await exerciseEngine(app.locks);
-    await app.close();
+    await engineWorks(db, 'latest-again');
   });
 
   it('leave nothing for `synchronize` to change: LOCK_ENTITIES match the migrated schema', async () => {
