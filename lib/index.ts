@@ -7,7 +7,7 @@ export { Leader } from './decorators/leader.decorator.js';
 export type { LockGrantHandle } from './services/lock-grant.handle.js';
 export { LockAdminService } from './admin/lock-admin.service.js';
 export { LockFence } from './fence/lock-fence.service.js';
-export type { LockFenceConnection, LockFenceStatement, LockFenceStep } from './fence/lock-fence.interface.js';
+export type { LockFenceConnection, LockFenceStatement } from './fence/lock-fence.interface.js';
 export { LockTestingModule, type LockTestingModuleOptions } from './testing/lock-testing.module.js';
 export { InMemoryLockDatabase } from './store/memory/memory-lock.database.js';
 export { WithLocks, type WithLocksDecorator, type MatchesLockFunction } from './decorators/with-locks.decorator.js';
@@ -130,4 +130,5 @@ export {
   LockServerReadOnlyError,
   LockStartupTimeoutError,
   LeadershipEndedError,
+  FenceOutsideTransactionError,
 } from './errors/index.js';

@@ -22,6 +22,8 @@ export const EXIT = {
   database: 3,
   /** The database driver the URL needs (`pg`, or `mysql2` for MySQL/MariaDB) is not installed. */
   driver: 4,
+  /** The reader of stdout (or stderr) went away before all was written (`| head`): 128 + SIGPIPE, as a shell reports. */
+  closedPipe: 141,
 } as const;
 
 /** One of the exit codes. @internal */

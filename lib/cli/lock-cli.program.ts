@@ -18,6 +18,7 @@ Exit codes:
   2  bad arguments or options (nothing was sent to the database)
   3  the database is unreachable or failed, or the chosen place has no lock tables
   4  the database driver the URL needs is not installed (npm install pg, or mysql2)
+  141  the reader of the output went away (| head): the command stops writing, quietly
 
 Environment variables (an option given on the command line wins):
   DATABASE_URL       the database, as --url: postgres://…, or mysql://… / mariadb://… for MySQL/MariaDB

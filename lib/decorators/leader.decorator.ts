@@ -16,7 +16,8 @@ const declarations = methodDeclarations<LeaderDeclaration>();
  * when it starts; the one elected calls the method with `(signal, term)` and leads for as long as the call runs. The
  * `signal` fires when the leadership may be lost (the role's grant could not be renewed in time, or was ended), on
  * `LeaderService.resign(role)` and when the application closes: stop then. When the method returns or throws, the
- * replica gives up the role (the next candidate is elected) and stands again after `rejoinDelayMs`.
+ * replica gives up the role (the next candidate is elected) and stands again after `rejoinDelayMs` (longer after
+ * failures in a row: see `LeaderOptions.rejoinDelayMs`).
  *
  * ```ts
  * @Injectable()

@@ -18,3 +18,4 @@ export { LockServerReadOnlyError } from './lock-server-read-only.error.js';
 export { LockStartupTimeoutError } from './lock-startup-timeout.error.js';
 export { LeadershipEndedError } from './leadership-ended.error.js';
 export { JobNotFoundError } from './job-not-found.error.js';
+export { FenceOutsideTransactionError } from './fence-outside-transaction.error.js';

@@ -36,10 +36,3 @@ export interface LockFenceConnection {
   /** `pg`'s `query(text, values)`, or `mysql2/promise`'s `query(sql, values)`. */
   query(sql: string, values: unknown[]): Promise<unknown>;
 }
-
-/**
- * The fence handed to the transaction of `LockFence.transaction`: sends the fence through `execute` (your data layer's
- * way to run SQL in that transaction), as `LockFence.fenceWith` does.
- * @publicApi
- */
-export type LockFenceStep = (execute: (statement: LockFenceStatement) => Promise<unknown>) => Promise<void>;

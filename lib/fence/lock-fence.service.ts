@@ -1,18 +1,33 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { InvalidLockArgumentError, LockLostError, LockStoreError } from '../errors/index.js';
+import {
+  FenceOutsideTransactionError,
+  InvalidLockArgumentError,
+  LockConfigurationError,
+  type LockError,
+  LockLostError,
+  LockStoreError,
+} from '../errors/index.js';
+import type { LockTransactionRunner, LockTransactionRunOptions } from '../interfaces/lock-transaction-runner.interface.js';
 import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockLeases } from '../services/lock-leases.service.js';
 import { type LockDialect, lockDialectOf } from '../store/lock-dialect.util.js';
 import { inLockTables } from '../store/lock-tables.util.js';
 import { mysqlCodeOf, toMysqlLockError } from '../store/mysql/mysql-error.util.js';
-import { MARK_BUSINESS_DONE as MYSQL_FENCE } from '../store/mysql/mysql-lock.queries.sql.js';
-import { FENCE as POSTGRES_FENCE } from '../store/postgres/postgres-fence.queries.sql.js';
+import { FENCE as MYSQL_FENCE } from '../store/mysql/mysql-fence.queries.sql.js';
+import {
+  FENCE as POSTGRES_FENCE,
+  FENCE_IN_MARKED_TRANSACTION,
+  MARK_FENCED_TRANSACTION,
+} from '../store/postgres/postgres-fence.queries.sql.js';
 import { isRowChangedSinceSnapshot, sqlStateOf, toLockError } from '../store/postgres/pg-error.util.js';
 import { assertStamp } from '../utils/lock-validation.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
+import { runnerOutcomeOf } from './fenced-outcome.util.js';
+import { assertOpenTransaction, assertTransactionConnection, queryOf, rollBack } from './lock-fence-connection.util.js';
+import { isFenced } from './lock-fence-result.util.js';
+import type { LockFenceConnection, LockFenceStatement } from './lock-fence.interface.js';
 import { positionalSql } from './positional-sql.util.js';
-import type { LockFenceConnection, LockFenceStatement, LockFenceStep } from './lock-fence.interface.js';
 
 /**
  * Fenced transactions in the application's own data layer: a business transaction opened with `pg`, `mysql2` (or,
@@ -52,30 +67,66 @@ export class LockFence {
    */
   statement(stamp: number): LockFenceStatement {
     assertStamp(stamp);
-    const sql = inLockTables(this.dialect === 'mysql' ? MYSQL_FENCE : POSTGRES_FENCE, this.options.tables);
+    return this.statementOf(this.dialect === 'mysql' ? MYSQL_FENCE : POSTGRES_FENCE, stamp);
+  }
+
+  /**
+   * Marks the transaction that `execute` runs in as the one the fences of `stamp` (and of the grants it relies on)
+   * must run in, first thing in it (`fenceEach(…, true)` then checks it): PostgreSQL cannot otherwise tell a fence
+   * sent in autocommit or on another connection. MySQL/MariaDB need no mark (their fence checks the transaction).
+   * @internal
+   */
+  async markTransaction(stamp: number, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
+    if (this.dialect !== 'postgres') return;
+    try {
+      await execute(this.statementOf(MARK_FENCED_TRANSACTION, stamp));
+    } catch (error) {
+      throw toLockError(error, 'mark the fenced transaction', false);
+    }
+  }
+
+  /** `sql` (a statement of the lock tables, $1 stamp, $2 app id) as a `LockFenceStatement` of `stamp`. */
+  private statementOf(sql: string, stamp: number): LockFenceStatement {
+    const text = inLockTables(sql, this.options.tables);
     const params = [stamp, this.options.appId] as const;
-    return { sql, params, dialect: this.dialect, positional: positionalSql(sql, params) };
+    return { sql: text, params, dialect: this.dialect, positional: positionalSql(text, params) };
+  }
+
+  /** The fence of `stamp` that fences only in the transaction `markTransaction` marked (PostgreSQL). */
+  private markedStatement(stamp: number): LockFenceStatement {
+    assertStamp(stamp);
+    return this.dialect === 'postgres' ? this.statementOf(FENCE_IN_MARKED_TRANSACTION, stamp) : this.statement(stamp);
   }
 
   /**
    * Sends the fence of `stamp` on `connection`, inside its transaction: call it last, then COMMIT. The COMMIT's
-   * outcome is yours to see: the grant's signal may fire while it is in flight (`fenceAndCommit` holds it off).
-   * @throws LockLostError when the grant is lost: roll the transaction back.
-   * @throws LockStoreError when the statement failed in the database: roll the transaction back.
+   * outcome is yours to see: the grant's signal may fire while it is in flight (`fenceAndCommit` holds it off). On any
+   * error the transaction is rolled back on `connection` before it is thrown (the connection destroyed if that fails),
+   * so the connection goes back to its pool with nothing open.
+   * @throws LockLostError when the grant is lost: rolled back.
+   * @throws FenceOutsideTransactionError when `connection` is not inside BEGIN: rolled back, nothing fenced.
+   * @throws LockStoreError when the statement failed in the database: rolled back.
    * @throws InvalidLockArgumentError for a bad stamp, or a pool or callback-style connection.
    */
   async fence(connection: LockFenceConnection, stamp: number): Promise<void> {
     assertTransactionConnection(connection);
-    await this.send(this.checked(stamp), queryOf(connection));
+    try {
+      assertOpenTransaction(connection, stamp);
+      await this.send(this.checked(stamp), queryOf(connection));
+    } catch (error) {
+      await rollBack(connection);
+      throw error;
+    }
   }
 
   /**
    * Sends the fence of `stamp` through `execute`, your data layer's way to run SQL inside its transaction, e.g. with
    * Kysely `(s) => trx.executeQuery(CompiledQuery.raw(s.sql, [...s.params]))`; call it last in the transaction. It
    * reads what `execute` returns as `pg`, `mysql2`, Kysely, Knex (`raw`), Drizzle (`execute`) or Prisma
-   * (`$executeRawUnsafe`) return it. To also hold the grant's lease expiry until the commit's outcome, run the
-   * transaction inside `transaction`.
+   * (`$executeRawUnsafe`) return it. Prefer `transaction`, which sends it through the transaction's own handle and
+   * cannot forget it.
    * @throws LockLostError when the grant is lost: let the transaction roll back.
+   * @throws FenceOutsideTransactionError when it ran outside an open transaction (MariaDB): let it roll back.
    * @throws LockStoreError when the statement failed in the database.
    * @throws InvalidLockArgumentError for a bad stamp, or a result of `execute` that is none of those shapes.
    */
@@ -84,60 +135,90 @@ export class LockFence {
   }
 
   /**
-   * Runs `run`, a transaction of your data layer that commits when its Promise resolves (Kysely's
-   * `db.transaction().execute`, Knex's and Drizzle's `transaction`, Prisma's interactive `$transaction`), handing it
-   * the fence of `stamp` to send last (as `fenceWith` does). From the fence until `run` settles, the grant's lease
-   * expiry waits for the outcome; once `run` resolved (committed), the grant is never declared lost: release it next.
+   * Runs `work` in a transaction of your data layer opened by `runner` (the `LockTransactionRunner` that
+   * `@WithLocks({ transaction: { runner } })` takes), and sends the fence of `stamp` after it, as the transaction's
+   * last statement, through `runner.execute` on the very transaction object `work` was given: it cannot be
+   * forgotten, nor sent on another handle. From the fence until the runner settles, the grant's lease expiry waits for
+   * the outcome; once it committed, the grant is never declared lost: release it next.
    * ```ts
-   * await fence.transaction(stamp, (fenced) =>
-   *   db.transaction().execute(async (trx) => {
-   *     await trx.updateTable('loans').set({ balance: 0 }).where('id', '=', id).execute();
-   *     await fenced((s) => trx.executeQuery(CompiledQuery.raw(s.sql, [...s.params])));
-   *   }),
-   * );
+   * await fence.transaction(stamp, kyselyTransactions, async (trx) => {
+   *   await trx.updateTable('loans').set({ balance: 0 }).where('id', '=', id).execute();
+   * });
    * ```
-   * @throws LockLostError from the fence when the grant is lost (`run` rejects with it: nothing was committed).
-   * @throws whatever `run` throws.
+   * The caller gets one outcome: the work's value (committed), `LockLostError` (the grant was lost: rolled back,
+   * nothing written), the work's own error (rolled back), or `LockStoreError` (the BEGIN failed, nothing written; or
+   * the COMMIT did, `outcomeUnknown`).
+   * @throws LockLostError when the grant is lost, before the transaction opens or at its fence.
+   * @throws LockConfigurationError when `runner.run` resolved without running `work` and the fence (nothing written).
+   * @throws InvalidLockArgumentError for a bad stamp, or a runner without `run` and `execute`.
    */
-  async transaction<T>(stamp: number, run: (fenced: LockFenceStep) => Promise<T>): Promise<T> {
-    const statement = this.checked(stamp);
+  async transaction<Tx, T>(
+    stamp: number,
+    runner: LockTransactionRunner<Tx>,
+    work: (tx: Tx) => Promise<T>,
+    options: LockTransactionRunOptions = {},
+  ): Promise<T> {
+    assertRunner(runner, work);
+    this.checked(stamp);
+    const statement = this.markedStatement(stamp);
+    let started = false;
     let inFlight = false;
-    const fenced: LockFenceStep = async (execute) => {
-      if (inFlight) return; // fenced already: its rows stay locked until the transaction ends
-      this.leases.awaitCommit([stamp]);
-      inFlight = true;
-      await this.send(statement, execute);
-    };
+    let fenced = false;
     let value: T;
     try {
-      value = await run(fenced);
+      value = await runner.run(async (tx) => {
+        started = true;
+        await this.markTransaction(stamp, (s) => runner.execute(tx, s));
+        const result = await work(tx);
+        this.checked(stamp);
+        this.leases.awaitCommit([stamp]);
+        inFlight = true;
+        await this.send(statement, (s) => runner.execute(tx, s), true);
+        fenced = true;
+        return result;
+      }, options);
     } catch (error) {
       if (inFlight) this.leases.commitEnded([stamp], { committed: false, failure: String(error) });
-      throw error;
+      throw runnerOutcomeOf(error, started, fenced);
     }
-    if (inFlight) this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
+    if (!fenced) {
+      throw new LockConfigurationError(
+        'LockFence.transaction: the runner resolved before the work and its fence had run in its transaction: its ' +
+          'run(work) must return (or await) work(tx)',
+      );
+    }
+    this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
     return value;
   }
 
   /**
    * The fence of `stamp` then COMMIT on `connection`, as `@WithLocks({ transaction: true })` does: while the COMMIT is
    * in flight the grant's lease expiry waits for its outcome, and once it committed the grant is never declared lost
-   * (its commit is the holder's outcome): release it next. A lost grant rolls the transaction back (ROLLBACK is
-   * sent).
-   * @throws LockLostError when the grant is lost: nothing was committed.
+   * (its commit is the holder's outcome): release it next. On any other outcome the transaction is rolled back on
+   * `connection` (the connection destroyed if that fails) before the error is thrown, so that the connection goes
+   * back to its pool with nothing open.
+   * @throws LockLostError when the grant is lost: rolled back, nothing committed.
+   * @throws FenceOutsideTransactionError when `connection` is not inside BEGIN: rolled back, nothing fenced.
    * @throws LockStoreError when the fence failed (rolled back), or the COMMIT did (`outcomeUnknown`: it may have
    *   been applied).
    * @throws InvalidLockArgumentError for a bad stamp, or a pool or callback-style connection.
    */
   async fenceAndCommit(connection: LockFenceConnection, stamp: number): Promise<void> {
     assertTransactionConnection(connection);
-    const statement = this.checked(stamp);
+    let statement: LockFenceStatement;
+    try {
+      assertOpenTransaction(connection, stamp);
+      statement = this.checked(stamp);
+    } catch (error) {
+      await rollBack(connection);
+      throw error;
+    }
     this.leases.awaitCommit([stamp]);
     try {
       try {
         await this.send(statement, queryOf(connection));
       } catch (error) {
-        await connection.query('ROLLBACK', []).catch(() => undefined);
+        await rollBack(connection);
         throw error;
       }
       await this.commit(connection);
@@ -150,23 +231,37 @@ export class LockFence {
 
   /**
    * Sends the fence of each of `stamps` (in stamp order, as every fence takes its rows) through `execute`: the fence of
-   * `@WithLocks({ transaction: { runner } })`, whose runner checked the grants are held here just before.
+   * `@WithLocks({ transaction: { runner } })`, whose runner checked the grants are held here just before. `marked`:
+   * the transaction was marked (`markTransaction`) and each fence fences only inside it.
    * @internal
    */
-  async fenceEach(stamps: readonly number[], execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
-    for (const stamp of stamps) await this.send(this.statement(stamp), execute);
+  async fenceEach(
+    stamps: readonly number[],
+    execute: (statement: LockFenceStatement) => Promise<unknown>,
+    marked = false,
+  ): Promise<void> {
+    for (const stamp of stamps) {
+      await this.send(marked ? this.markedStatement(stamp) : this.statement(stamp), execute, marked);
+    }
   }
 
   /** The statement of `stamp`, once the stamp is checked and the grant is not known lost here. */
   private checked(stamp: number): LockFenceStatement {
     const statement = this.statement(stamp);
     // The holder's side: a grant whose lease ran out on this process's clock is not committed on.
-    if (!this.leases.isHeld(stamp)) throw new LockLostError(stamp, 'it is not held by this process (released, lost or never taken)');
+    if (!this.leases.isHeld(stamp)) {
+      if (this.leases.knows(stamp) || this.leases.lossReason(stamp) !== undefined) this.leases.markTold(stamp);
+      throw new LockLostError(stamp, this.leases.lossReason(stamp) ?? 'it is not held by this process (released, lost or never taken)');
+    }
     return statement;
   }
 
   /** Sends the fence; a grant found lost is told to its signal and thrown as `LockLostError`. */
-  protected async send(statement: LockFenceStatement, execute: (statement: LockFenceStatement) => Promise<unknown>): Promise<void> {
+  protected async send(
+    statement: LockFenceStatement,
+    execute: (statement: LockFenceStatement) => Promise<unknown>,
+    marked = false,
+  ): Promise<void> {
     const [stamp] = statement.params;
     let result: unknown;
     try {
@@ -176,7 +271,23 @@ export class LockFence {
       if (this.dialect === 'postgres' && isRowChangedSinceSnapshot(error)) throw this.lost(stamp);
       throw this.dialect === 'mysql' ? toMysqlLockError(error, 'fence', false) : toLockError(error, 'fence', false);
     }
-    if (!isFenced(this.dialect, result)) throw this.lost(stamp);
+    if (!isFenced(this.dialect, result)) throw await this.notFenced(stamp, marked || this.dialect === 'mysql');
+  }
+
+  /**
+   * Why the fence of `stamp` fenced nothing. A `guarded` fence (MariaDB's, and PostgreSQL's in a marked transaction)
+   * also refuses to run outside its transaction, so a grant still held here and live in the database means that;
+   * anything else is a lost grant.
+   */
+  private async notFenced(stamp: number, guarded: boolean): Promise<LockError> {
+    if (guarded && this.leases.isHeld(stamp) && (await this.leases.isLiveInDatabase(stamp))) {
+      const found =
+        this.dialect === 'mysql'
+          ? 'autocommit: no transaction was open where it ran'
+          : 'it ran where the transaction the runner opened is not: autocommit, the pool, or another connection';
+      return new FenceOutsideTransactionError(stamp, found);
+    }
+    return this.lost(stamp);
   }
 
   private async commit(connection: LockFenceConnection): Promise<void> {
@@ -193,62 +304,16 @@ export class LockFence {
   protected lost(stamp: number): LockLostError {
     const reason = 'the fence found it reaped, released, forced or its lease over';
     this.leases.lose(stamp, reason);
+    this.leases.markTold(stamp);
     return new LockLostError(stamp, reason);
   }
 }
 
-/** `connection.query` as a fence executor. */
-function queryOf(connection: LockFenceConnection): (statement: LockFenceStatement) => Promise<unknown> {
-  return (statement) => connection.query(statement.sql, [...statement.params]);
-}
-
-/** What a data layer may return for a statement: a count, rows, or a result object. */
-interface FenceResult {
-  readonly rowCount?: unknown;
-  readonly rows?: unknown;
-  readonly affectedRows?: unknown;
-  readonly numAffectedRows?: unknown;
-}
-
-/**
- * Whether the fence's result shows the grant fenced: one row returned (PostgreSQL) or affected (MySQL/MariaDB), as
- * `pg` (`rowCount`), `mysql2` (`[{ affectedRows }]`), Kysely (`rows`, `numAffectedRows`), Knex's `raw`, Drizzle's
- * `execute` and Prisma's `$executeRawUnsafe` (a count) return it.
- * @throws InvalidLockArgumentError for a result of none of these shapes.
- */
-function isFenced(dialect: LockDialect, result: unknown): boolean {
-  if (typeof result === 'number' || typeof result === 'bigint') return Number(result) === 1;
-  if (Array.isArray(result)) {
-    if (dialect === 'postgres') return result.length === 1; // the rows
-    return isFenced(dialect, result[0]); // mysql2's [ResultSetHeader, fields]
+/** Refuses a runner that cannot open a transaction or send the fence, and a work that is not a function. */
+function assertRunner(runner: unknown, work: unknown): void {
+  const value = runner as unknown as Record<string, unknown> | null;
+  if (value === null || typeof value !== 'object' || typeof value.run !== 'function' || typeof value.execute !== 'function') {
+    throw new InvalidLockArgumentError('runner', value, 'a LockTransactionRunner: an object with run(work, options) and execute(tx, statement)');
   }
-  const value = (result ?? {}) as FenceResult;
-  const count =
-    dialect === 'postgres'
-      ? (value.rowCount ?? (Array.isArray(value.rows) ? value.rows.length : undefined))
-      : (value.affectedRows ?? value.numAffectedRows);
-  if (typeof count === 'number' || typeof count === 'bigint') return Number(count) === 1;
-  throw new InvalidLockArgumentError(
-    'result of the fence statement',
-    typeof result,
-    "what the data layer's query returns (pg's result, mysql2's [header], Kysely's { rows, numAffectedRows }, a count)",
-  );
-}
-
-/** Refuses what cannot hold a transaction: a pool (`pg.Pool`, a mysql2 pool), or mysql2's callback API. */
-function assertTransactionConnection(connection: LockFenceConnection): void {
-  const value = connection as unknown as Record<string, unknown> | null;
-  if (value === null || typeof value !== 'object' || typeof value.query !== 'function') {
-    throw new InvalidLockArgumentError('connection', value, 'a pg client or mysql2/promise connection inside BEGIN');
-  }
-  if ('totalCount' in value || typeof value.getConnection === 'function') {
-    throw new InvalidLockArgumentError(
-      'connection',
-      'a pool',
-      'one connection of it inside BEGIN (pool.connect() / pool.getConnection()): a pool runs each statement on any connection',
-    );
-  }
-  if (typeof value.promise === 'function') {
-    throw new InvalidLockArgumentError('connection', 'a mysql2 callback-style connection', 'its promise form (connection.promise())');
-  }
+  if (typeof work !== 'function') throw new InvalidLockArgumentError('work', work, 'a function (tx) => Promise, run inside the transaction');
 }

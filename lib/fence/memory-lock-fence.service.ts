@@ -24,6 +24,9 @@ export class MemoryLockFence extends LockFence {
     super({ options: { type: 'postgres' } }, leases, options);
   }
 
+  /** Nothing to mark: the in-memory fence is not sent through the application's transaction. */
+  override async markTransaction(): Promise<void> {}
+
   /** Marks business done in memory; a grant gone there is lost. */
   protected override async send(statement: LockFenceStatement): Promise<void> {
     const [stamp] = statement.params;

@@ -1,4 +1,5 @@
 import type { Logger } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import { LeadershipEndedError, LockLostError, LockShutdownError } from '../errors/index.js';
 import type { LeaderTerm, LeaderWork, LeadershipChange, LeadershipChangeReason } from '../interfaces/index.js';
 import type { LeaderTermStore } from '../store/leader-terms.store.js';
@@ -8,6 +9,7 @@ import type { LockService } from '../services/lock.service.js';
 import type { LockedCallsTracker, ShutdownHolder } from '../services/locked-calls.tracker.js';
 import { parseLockGroup } from '../utils/parse-lock-spec.util.js';
 import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
+import { errorMessage, LeaderFailures, type WorkEnd } from './leader-failures.tracker.js';
 import { leaderLockName, type ResolvedLeaderOptions } from './leader-role.util.js';
 
 /** The longest wait of one `tryLocks` (then the candidate waits again). */
@@ -68,9 +70,11 @@ function aborted(signal: AbortSignal): Promise<void> {
  * (`leader:<role>`, one writer) in the order of the waiters, woken by the database; the grant that wins it records a
  * new term (`LeaderTermStore.elect`: the fencing token), and the work runs while the grant is held. The term's signal
  * fires before the grant can end (the grant's own signal: its lease expiry is watched on this process's clock, with
- * the engine's margin), or before this replica releases it (the work ended, `resign`, shutdown): no other replica can
- * be elected before this one was told. Then the work is awaited (within `shutdownGraceMs`), the grant released, and
- * the replica stands again, unless it resigned or the application is closing. The role's grant is not bounded by
+ * the engine's margin), or before this replica releases it (the work ended, `resign`, shutdown): while this process
+ * runs, no other replica can be elected before this one was told. (A process paused past its lease is told when it
+ * runs again: `leading()` reads the clocks, and its first call fires the signal.) Then the work is awaited (within
+ * `shutdownGraceMs`), the grant released, and the replica stands again (after `rejoinDelayMs`, longer after repeated
+ * failures: `LeaderFailures`), unless it resigned or the application is closing. The role's grant is not bounded by
  * `maxHoldMs`: it starts with a lease of `leaseMs`, and a term lasts for as long as its lease is renewed.
  * @internal
  */
@@ -79,31 +83,47 @@ export class LeaderCampaign {
   private readonly stop = new AbortController();
   private served?: ServedTerm;
   private loop?: Promise<void>;
+  /** The work's failures in a row: the pause before standing again. */
+  private readonly failures: LeaderFailures;
 
   constructor(
     readonly role: string,
     /** What the replica runs while it leads, and how the logs name it. */
     private readonly work: LeaderWork,
     readonly label: string,
-    private readonly options: ResolvedLeaderOptions,
+    options: ResolvedLeaderOptions,
     private readonly context: CampaignContext,
-  ) {}
+  ) {
+    this.failures = new LeaderFailures(role, label, options.rejoinDelayMs, context.logger);
+  }
 
   /** Stands as a candidate (once). */
   start(): void {
     this.loop ??= this.run();
   }
 
-  /** The term this replica leads now, if it does: its signal has not fired and its grant's lease is not at risk. */
+  /**
+   * The term this replica leads now, if it does: its signal has not fired and its grant's lease is not at risk, read on
+   * this process's monotonic and wall clocks at each call. After a pause past the lease, the first call answers
+   * undefined, and fires the term's signal (lost) if no timer has yet.
+   */
   leading(): LeaderTerm | undefined {
     const served = this.served;
     if (served === undefined || served.signal.aborted) return undefined;
-    // A lease past its deadline is lost here and now (the signal fires) whatever the watchdog's timer does.
-    if (!this.context.leases.isHeld(served.stamp)) return undefined;
+    // A lease past its deadline is lost here and now (the signal fires) whatever the watchdog's timer does; a grant no
+    // longer held for any other reason fires it too: never "not leading" with the signal quiet.
+    if (!this.context.leases.isHeld(served.stamp)) {
+      const reason = this.context.leases.lossReason(served.stamp) ?? 'its grant is no longer held';
+      served.controller.abort(new LockLostError(served.stamp, reason));
+      return undefined;
+    }
     return served.signal.aborted ? undefined : served.term;
   }
 
-  /** Ends the term being served (if any) and the candidacy; resolves once the role is handed over. */
+  /**
+   * Ends the term being served (if any) and the candidacy; resolves once the role's grant is given up: when the work
+   * has ended, or `shutdownGraceMs` after the signal while it has not (it no longer leads; its end is logged).
+   */
   async resign(): Promise<void> {
     this.end(new LeadershipEndedError(this.role, 'resigned'));
     await this.loop;
@@ -201,7 +221,8 @@ export class LeaderCampaign {
   /**
    * Runs the work for the term, until it ends or the term's signal fires; then the work is awaited within
    * `shutdownGraceMs`, and the grant released (the next candidate is elected). Resolves with the pause before this
-   * replica stands again.
+   * replica stands again, once the grant is given up; after a work that outlived its grace, once that work has ended
+   * too (never two runs of the work in one candidacy), or at once when the candidacy ends.
    */
   private async serve(served: ServedTerm): Promise<number> {
     const { term, signal } = served;
@@ -215,33 +236,52 @@ export class LeaderCampaign {
     signal.addEventListener('abort', () => this.stopped(served), { once: true });
     logger.log(`Leading role ${this.role} (term ${term.token}): ${this.label} starts`);
     this.context.changed({ role: this.role, leading: true, term, reason: 'elected' });
-    const done = (async () => {
+    const startedAt = performance.now();
+    const done = (async (): Promise<WorkEnd> => {
       try {
         await this.work(signal, term);
-        return { threw: false, error: undefined as unknown };
+        return { threw: false };
       } catch (error) {
         return { threw: true, error };
       }
     })();
     await Promise.race([done, aborted(signal)]);
-    const workEnded = !signal.aborted;
-    if (workEnded) {
-      const outcome = await done;
-      if (outcome.threw) {
-        logger.error(`${this.label}, leader of role ${this.role} (term ${term.token}), threw: ${String((outcome.error as Error)?.message ?? outcome.error)}; the role is handed over`);
-      } else logger.log(`${this.label}, leader of role ${this.role} (term ${term.token}), returned; the role is handed over`);
+    let pause = 0;
+    let late = false;
+    if (!signal.aborted) {
+      pause = this.failures.workEnded(term, await done, performance.now() - startedAt);
       served.controller.abort(new LeadershipEndedError(this.role, 'work-ended'));
-    } else if (!(await bounded(done, Date.now() + this.context.shutdownGraceMs, NEVER))) {
-      logger.warn(
-        `${this.label}, leader of role ${this.role} (term ${term.token}), still runs ${this.context.shutdownGraceMs} ms ` +
-          'after its signal fired: the role is handed over all the same',
-      );
+    } else {
+      const toldAt = performance.now();
+      this.failures.told(toldAt - startedAt);
+      late = (await bounded(done, Date.now() + this.context.shutdownGraceMs, NEVER)) === undefined;
+      if (late) this.outlived(term, done, toldAt);
     }
+    // Its signal has fired (it no longer leads): the grant is given up, which wakes the next candidate.
     await served.release();
     served.ended();
-    await done; // never two runs of the work in one replica
     if (this.served === served) this.served = undefined;
-    return workEnded ? this.options.rejoinDelayMs : 0;
+    if (late) await Promise.race([done, aborted(this.stop.signal)]);
+    return pause;
+  }
+
+  /**
+   * The work of `term` still runs `shutdownGraceMs` after its signal fired (at `toldAt`): the role is handed over all
+   * the same (this replica no longer leads), and the work's end, whenever it comes, is logged once.
+   */
+  private outlived(term: LeaderTerm, done: Promise<WorkEnd>, toldAt: number): void {
+    const { logger, shutdownGraceMs } = this.context;
+    const of = `${this.label}, leader of role ${this.role} (term ${term.token})`;
+    const then = this.stop.signal.aborted ? '' : '; this replica stands again once it has ended';
+    logger.warn(
+      `${of}, still runs ${shutdownGraceMs} ms after its signal fired: it no longer leads, and the role is handed over ` +
+        `all the same${then}`,
+    );
+    void done.then((end) => {
+      const how = end.threw ? `threw: ${errorMessage(end.error)}` : 'returned';
+      const after = Math.round(performance.now() - toldAt);
+      logger.warn(`${of}, ended ${after} ms after its signal fired, after its term (it ${how})`);
+    });
   }
 
   /** The term's signal fired: this replica no longer leads (told before the grant can go to anybody else). */

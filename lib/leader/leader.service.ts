@@ -25,10 +25,11 @@ import { assertLeaderRole, resolveLeaderOptions } from './leader-role.util.js';
 const SHUTDOWN_SLACK_MS = 1000;
 
 /**
- * Leader election on the lock engine: in each role, at most one replica of the fleet leads at a time, and it is told
- * (its signal fires) before any other replica can be elected. A role is the lock `leader:<role>` with one write permit:
- * the candidates wait for it in order, woken by the database; the leader holds the grant (its lease renewed) for as
- * long as it leads. Each election records a term whose fencing token (`LeaderTerm.token`) is larger than every earlier
+ * Leader election on the lock engine: in each role, at most one replica of the fleet leads at a time, and while it
+ * runs it is told (its signal fires) before any other replica can be elected; a replica paused past its lease is told
+ * when it runs again (`isLeader` and `term` read the clock: false from their first call after the pause). A role is
+ * the lock `leader:<role>` with one write permit: the candidates wait for it in order, woken by the database; the
+ * leader holds the grant (its lease renewed) for as long as it leads. Each election records a term whose fencing token (`LeaderTerm.token`) is larger than every earlier
  * term's of the role.
  *
  * Roles come from `@Leader` methods (every replica stands when the application starts) or from `campaign()`.
@@ -57,8 +58,9 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
    * Stands as a candidate for `role`, with `work` as the leader's work (the programmatic form of `@Leader`): when this
    * replica is elected, `work(signal, term)` runs; `signal` fires when the leadership may be lost or is ending (stop
    * then). When `work` returns or throws, the role is handed over and the replica stands again after
-   * `options.rejoinDelayMs`. The candidacy lasts until `resign(role)` or the application's shutdown. Before the
-   * application has started (`onApplicationBootstrap`), the candidacy starts with it.
+   * `options.rejoinDelayMs` (longer after failures in a row, see `LeaderOptions.rejoinDelayMs`). The candidacy lasts
+   * until `resign(role)` or the application's shutdown. Before the application has started (`onApplicationBootstrap`),
+   * the candidacy starts with it.
    * @param role 1 to 193 bytes of UTF-8, without control characters or a trailing space
    * @throws InvalidLockArgumentError for an invalid role, work or option (nothing is started).
    * @throws LockConfigurationError when this application already stands for `role` (a `@Leader` method, or an earlier
@@ -102,7 +104,9 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
 
   /**
    * Whether this replica leads `role` now: it was elected, its term's signal has not fired, and its grant's lease is
-   * not at risk (checked on this process's clock at the call).
+   * not at risk (checked on this process's monotonic and wall clocks at the call). True at every instant, pauses
+   * included: after a pause of the process past the lease it answers false from its first call, before any timer has
+   * run, and that call fires the term's signal. Ask it right before an action that must not run on two replicas.
    * @throws InvalidLockArgumentError for an invalid role.
    */
   isLeader(role: string): boolean {
@@ -110,7 +114,8 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
   }
 
   /**
-   * The term this replica leads `role` in now (its fencing token and start), or undefined when it does not lead it.
+   * The term this replica leads `role` in now (its fencing token and start), or undefined when it does not lead it:
+   * read as `isLeader` reads it (at the call, on this process's clocks).
    * @throws InvalidLockArgumentError for an invalid role.
    */
   term(role: string): LeaderTerm | undefined {
@@ -131,10 +136,12 @@ export class LeaderService implements OnApplicationBootstrap, OnModuleDestroy, B
   }
 
   /**
-   * Gives up `role`: the term's signal fires (with a `LeadershipEndedError`), its work is awaited (within
-   * `shutdownGraceMs`), and the role's lock is released, which wakes the next candidate through the database. The
-   * candidacy ends: this replica stands again only through a new `campaign` (a `@Leader` role: after a restart).
-   * Resolves once the role is handed over; at once when this replica does not stand for `role`.
+   * Gives up `role`: the term's signal fires (with a `LeadershipEndedError`) and this replica no longer leads, its work
+   * is awaited for at most `shutdownGraceMs`, and the role's lock is released, which wakes the next candidate through
+   * the database. A work that ignores its signal longer is not waited for: it runs on without the role, and its end is
+   * logged. The candidacy ends: this replica stands again only through a new `campaign` (a `@Leader` role: after a
+   * restart), which is refused until the role's lock is released. Resolves once the role is handed over (within
+   * `shutdownGraceMs` and the release); at once when this replica does not stand for `role`.
    * @throws InvalidLockArgumentError for an invalid role.
    */
   async resign(role: string): Promise<void> {

@@ -2,6 +2,7 @@ import { isObservable } from 'rxjs';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { LockTransactionIsolation } from '../interfaces/index.js';
 import { InvalidLockSpecError, LockLostError, LockStoreError } from '../errors/index.js';
+import { codeOf } from '../fence/fenced-outcome.util.js';
 import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure } from './lock-scope.js';
 import { FencedTransaction, type KeptScope, LockTransactionContext } from './lock-transaction.storage.js';
 
@@ -142,10 +143,4 @@ export async function releaseAll(target: string, scopes: readonly KeptScope[]): 
   for (const scope of scopes) {
     await scope.close().catch((error: unknown) => logReleaseFailure(target, error));
   }
-}
-
-/** The driver's error code, if it has one. @internal */
-export function codeOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }

@@ -1,6 +1,7 @@
 import { LockConfigurationError, LockStoreError } from '../errors/index.js';
 import type { LockTransactionIsolation, LockTransactionRunner } from '../interfaces/index.js';
-import { codeOf, releaseAll, releasedStamps, runInside } from './fenced-transaction.runner.js';
+import { runnerOutcomeOf } from '../fence/fenced-outcome.util.js';
+import { releaseAll, releasedStamps, runInside } from './fenced-transaction.runner.js';
 import type { LockedCall, LockHolder, LockScope } from './lock-scope.js';
 import { FencedTransaction } from './lock-transaction.storage.js';
 
@@ -28,6 +29,7 @@ export async function runFencedInLayer(
   try {
     const value = await runner.run(async (tx) => {
       transaction = new FencedTransaction(runner, undefined, tx);
+      await holder.markInLayer(runner, tx, scope.stamps[0] ?? 0);
       const { value: result, stamps: relied } = await runInside(holder, locked, scope, transaction);
       holder.awaitCommit(relied);
       stamps = relied;
@@ -44,7 +46,7 @@ export async function runFencedInLayer(
     holder.commitEnded(stamps, { committed: true, releasing: releasedStamps(scope, transaction?.end() ?? []) });
     return value;
   } catch (error) {
-    const failure = outcomeOf(error, transaction !== undefined, fenced);
+    const failure = runnerOutcomeOf(error, transaction !== undefined, fenced);
     if (stamps) {
       const reason =
         failure instanceof LockStoreError ? `${failure.message}; the commit may or may not have been applied` : String(failure);
@@ -55,12 +57,4 @@ export async function runFencedInLayer(
     // Nested scopes first (the innermost last kept first): the call's own grant waits for their users to leave.
     await releaseAll(locked.target, [...(transaction?.end() ?? [])].reverse().concat(scope));
   }
-}
-
-/** What the caller gets for a runner's rejection: the call's own error, or the BEGIN's or COMMIT's as `LockStoreError`. */
-function outcomeOf(error: unknown, started: boolean, fenced: boolean): unknown {
-  if (error instanceof LockStoreError || error instanceof LockConfigurationError) return error;
-  if (!started) return new LockStoreError('begin the fenced transaction', codeOf(error), false, error);
-  if (fenced) return new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
-  return error;
 }

@@ -1,6 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setMaxListeners } from 'node:events';
-import { IllegalMonitorStateError, LockShutdownError, LockStoreError, LockWaitAbortedError } from '../errors/index.js';
+import {
+  IllegalMonitorStateError,
+  LockConfigurationError,
+  LockShutdownError,
+  LockStoreError,
+  LockWaitAbortedError,
+} from '../errors/index.js';
 import type { LockRequest, LockStats } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
@@ -10,6 +16,7 @@ import { InstanceLock } from './instance-lock.service.js';
 import { LockLeases } from './lock-leases.service.js';
 import { LockNotifications } from './lock-notifications.service.js';
 import { LockOutcomes } from './lock-outcomes.ledger.js';
+import { LockRefusals } from './lock-refusals.tracker.js';
 import { waitForGroup } from './lock-waiter.js';
 import { bounded, NEVER } from '../utils/wait-timing.util.js';
 
@@ -41,6 +48,8 @@ export class LockAcquisitions {
   private readonly cleanups = new Set<Promise<void>>();
   /** The attempts of this service, to resolve one whose outcome is unknown. */
   private readonly outcomes: LockOutcomes;
+  /** The acquisitions the configuration refused, for the health check. */
+  readonly refusals = new LockRefusals();
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -88,8 +97,10 @@ export class LockAcquisitions {
     try {
       stamp = waitMs > 0 ? await this.waitFor(group, { waitMs, leaseMs }, signal, attempt, resolve) : await attempt();
     } catch (error) {
+      if (error instanceof LockConfigurationError) this.refusals.refused(error);
       throw trace.failed(error);
     }
+    this.refusals.answered();
     if (stamp > 0) {
       this.granted++;
       this.leases.track(stamp, sentAt, unbounded);
@@ -161,7 +172,16 @@ export class LockAcquisitions {
     }
     if (!found) {
       const reason = await this.leases.goneReason(stamp);
+      // Its fenced transaction committed, or a fenced call told its holder it was lost: the release has nothing to say
+      // (a finally that releases must not throw over the outcome). Otherwise this is the news: the work may have run
+      // unprotected, or the stamp was never this holder's (foreign, unknown, released twice).
+      const told = this.leases.endWasTold(stamp);
       this.leases.lose(stamp, `releaseLocks found it gone: ${reason}`);
+      this.leases.forget(stamp);
+      if (told) {
+        trace.ended();
+        return;
+      }
       throw trace.failed(new IllegalMonitorStateError(stamp, this.options.appId, reason));
     }
     this.leases.forget(stamp);

@@ -5,6 +5,7 @@ import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
+import { LockAcquisitions } from './lock-acquisitions.service.js';
 import { LockLeases } from './lock-leases.service.js';
 
 /** The probe's answer: the schema's status and the server's problems, or why the database did not give them. */
@@ -15,8 +16,10 @@ type Probe =
 /**
  * The health of this instance (`LockService.getHealth()`): it is down when it does not hold its app id, when the
  * database does not answer a probe in time, when the server may not write (a standby, a demoted primary), when the lock schema is missing or behind this library version, when the
- * server's settings or the lock user's privileges keep grants from working (`LockStore.checkServer`), or when
- * lease renewals have been failing for more than half a lease (its grants are about to be reported lost).
+ * server's settings or the lock user's privileges keep grants from working (`LockStore.checkServer`, on the probe's
+ * connection), when acquisitions were refused by the configuration (`LockRefusals`: on connections the probe may not
+ * get), or when lease renewals have been failing for more than half a lease (its grants are about to be reported
+ * lost).
  * @internal
  */
 @Injectable()
@@ -25,6 +28,7 @@ export class LockHealthCheck {
     private readonly instanceLock: InstanceLock,
     private readonly leases: LockLeases,
     private readonly admin: LockAdminService,
+    private readonly acquisitions: LockAcquisitions,
     @Inject(LockStore) private readonly store: LockStore,
     @Inject(RESOLVED_LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
   ) {}
@@ -57,6 +61,8 @@ export class LockHealthCheck {
       problems.push(`Lock migrations not run on the database: ${probe.status.pending.join(', ')}; run LOCK_MIGRATIONS.`);
     }
     if ('server' in probe) problems.push(...probe.server);
+    const refused = this.acquisitions.refusals.problem(leaseMs);
+    if (refused !== undefined) problems.push(refused);
     const readOnly = 'readOnly' in probe && probe.readOnly !== undefined;
     if (readOnly && appIdHeld) {
       problems.push(

@@ -2,6 +2,7 @@ import { grantEndReason } from '../errors/grant-end.util.js';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import { LockLostError } from '../errors/index.js';
+import type { LockLogEntry } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore, type RenewOutcome } from '../store/lock.store.js';
 import { LockTelemetry } from '../telemetry/lock-telemetry.service.js';
@@ -18,7 +19,10 @@ const RENEWAL_KEY = 'renewal';
 /** How long the log row of a grant found gone is waited for, to say why in the error (a generic reason after). */
 const GONE_REASON_WAIT_MS = 1000;
 
-/** How many lost grants' reasons are remembered (for the fence's error), the oldest forgotten first. */
+/**
+ * How many lost grants' reasons (for the fence's error), and how many ended grants whose holder was told (until it
+ * releases them), are remembered; the oldest forgotten first.
+ */
 const LOSS_REASONS_KEPT = 256;
 
 /** How far the monotonic deadline may be ahead of the wall clock's before an expiry is put down to a suspend. */
@@ -55,6 +59,11 @@ export class LockLeases {
   private failingSince?: number;
   /** Why recently lost grants were lost, by stamp (bounded: `LOSS_REASONS_KEPT`). */
   private readonly lossReasons = new Map<number, string>();
+  /**
+   * Grants whose holder knows they ended, until it releases them: a fenced call threw it `LockLostError`, or their
+   * fenced transaction committed before they ended (bounded: `LOSS_REASONS_KEPT`).
+   */
+  private readonly toldEnds = new Set<number>();
 
   constructor(
     @Inject(LockStore) private readonly store: LockStore,
@@ -122,6 +131,24 @@ export class LockLeases {
   /** Stops tracking a released grant (its signal stays as it is). */
   forget(stamp: number): void {
     this.held.delete(stamp);
+    this.toldEnds.delete(stamp);
+  }
+
+  /** The holder of `stamp` was told it is lost (a fenced call threw it `LockLostError`): its release will be quiet. */
+  markTold(stamp: number): void {
+    this.toldEnds.add(stamp);
+    if (this.toldEnds.size > LOSS_REASONS_KEPT) this.toldEnds.delete(this.toldEnds.values().next().value!);
+  }
+
+  /**
+   * Whether the holder of `stamp`, which its release found gone, already knows the grant ended (its fenced transaction
+   * committed, or a fenced call threw it `LockLostError`), so that the release has nothing to report;
+   * either way the release ends what this process remembers of it, and a second release is refused.
+   */
+  endWasTold(stamp: number): boolean {
+    const told = this.held.get(stamp)?.committed === true || this.toldEnds.has(stamp);
+    this.toldEnds.delete(stamp);
+    return told;
   }
 
   /**
@@ -199,6 +226,7 @@ export class LockLeases {
     this.held.delete(stamp);
     if (grant.committed) {
       // Its fenced transaction committed: that is the holder's outcome, whatever happens to the grant before its release.
+      this.markTold(stamp);
       this.logger.warn(`Locks of stamp ${stamp} ended after their fenced transaction committed: ${reason}`);
       return;
     }
@@ -290,8 +318,24 @@ export class LockLeases {
    * log row (see `grantEndReason`); a generic reason when the row cannot be read.
    */
   async goneReason(stamp: number): Promise<string> {
+    const entry = await this.logEntryWithin(stamp);
+    if (entry === null) return 'it was reaped, recovered, released or forced, or its lease ended (the lock log could not be read)';
+    return grantEndReason(entry, this.options.appId);
+  }
+
+  /**
+   * Whether the log row of `stamp` says the grant is live (acquired or business done, not ended); false when it cannot
+   * be read in time.
+   */
+  async isLiveInDatabase(stamp: number): Promise<boolean> {
+    const entry = await this.logEntryWithin(stamp);
+    return !!entry && entry.endedAt === null && (entry.status === 'ACQUIRED' || entry.status === 'BUSINESS_DONE');
+  }
+
+  /** The log row of `stamp` (undefined: none); null when it cannot be read within `GONE_REASON_WAIT_MS`. */
+  private async logEntryWithin(stamp: number): Promise<LockLogEntry | undefined | null> {
     let timer: NodeJS.Timeout | undefined;
-    // Bounded: business done asks from inside a transaction, which may hold the pool's last connection.
+    // Bounded: the fence asks from inside a transaction, which may hold the pool's last connection.
     const entry = await Promise.race([
       this.store.logEntry(stamp).catch(() => null),
       new Promise<null>((resolve) => {
@@ -300,8 +344,7 @@ export class LockLeases {
       }),
     ]);
     clearTimeout(timer);
-    if (entry === null) return 'it was reaped, recovered, released or forced, or its lease ended (the lock log could not be read)';
-    return grantEndReason(entry, this.options.appId);
+    return entry;
   }
 
   /** The renewal tick's backstop: makes every failed release (and waiter clean-up) again now. */

@@ -22,6 +22,8 @@ export interface LockHolder {
   dataSource(name?: string): DataSource;
   /** The runner of `@WithLocks({ transaction: { runner } })` (`LockConfigurationError` when it names none). */
   transactionRunner(target: string, transaction: ResolvedLockTransaction): LockTransactionRunner;
+  /** Marks `tx` as the transaction the fences of the call of `stamp` must run in, through `runner`, first thing in it. */
+  markInLayer(runner: LockTransactionRunner, tx: unknown, stamp: number): Promise<void>;
   /** Records "business done" for `stamps` (in stamp order) through `runner` inside its transaction `tx`; throws `LockLostError`. */
   fenceInLayer(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void>;
   /** Records "business done" for `stamps` (in stamp order) inside the transaction of `manager`; throws `LockLostError`. */

@@ -42,7 +42,8 @@ export class LockStartup {
    */
   async start(): Promise<void> {
     const deadline = performance.now() + this.options.startupTimeoutMs;
-    const problems = await this.retrying('the server check', deadline, () => this.store.checkServer());
+    // Its connection attempts (the pooler check, directUrl's pool) wait at most for what is left of the budget.
+    const problems = await this.retrying('the server check', deadline, (ms) => this.store.checkServer(ms));
     if (problems.length > 0) throw new LockConfigurationError(problems.join(' '));
     // A claim session of this start-up that broke may hold the app id a moment longer (a terminated backend keeps its
     // locks while it exits): after a transient failure, a "twin" is asked again a few times before it counts.
@@ -65,11 +66,11 @@ export class LockStartup {
   private retrying<T>(
     what: string,
     deadline: number,
-    step: () => Promise<T>,
+    step: (attemptMs: number) => Promise<T>,
     afterFault?: (error: unknown) => boolean,
   ): Promise<T> {
-    const { startupTimeoutMs } = this.options;
-    return retryingStartup({ what, deadline, startupTimeoutMs, logger: this.logger }, step, afterFault);
+    const { startupTimeoutMs, queryTimeoutMs: maxAttemptMs } = this.options;
+    return retryingStartup({ what, deadline, startupTimeoutMs, maxAttemptMs, logger: this.logger }, step, afterFault);
   }
 
   /**

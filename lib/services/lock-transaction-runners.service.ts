@@ -71,7 +71,15 @@ export class LockTransactionRunners {
    * `LockTestingModule` each grant is checked in memory instead (`MemoryLockFence`), at the same point.
    */
   async fence(runner: LockTransactionRunner, tx: unknown, stamps: readonly number[]): Promise<void> {
-    await this.lockFence.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement));
+    await this.lockFence.fenceEach(stamps, (statement: LockFenceStatement) => runner.execute(tx, statement), true);
+  }
+
+  /**
+   * Marks `tx`, first thing in it, as the transaction the fences of `stamp`'s call must run in (`LockFence.markTransaction`),
+   * through `runner`: a runner whose `execute` sends elsewhere has its fences refused.
+   */
+  async mark(runner: LockTransactionRunner, tx: unknown, stamp: number): Promise<void> {
+    await this.lockFence.markTransaction(stamp, (statement: LockFenceStatement) => runner.execute(tx, statement));
   }
 
   private lookUp(target: string, token: LockTransactionRunnerToken): unknown {

@@ -68,6 +68,7 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
     busyLocks: (locks) => this.store.busyLocks(locks),
     dataSource: (name) => this.dataSources.get(name),
     transactionRunner: (target, transaction) => this.runners.forCall(target, transaction),
+    markInLayer: (runner, tx, stamp) => this.runners.mark(runner, tx, stamp),
     fenceInLayer: (runner, tx, stamps) => this.runners.fence(runner, tx, stamps),
     fence: async (stamps, manager) => {
       for (const stamp of stamps) await this.markBusinessDone(stamp, manager);
@@ -165,10 +166,14 @@ export class LockService implements OnModuleInit, OnModuleDestroy, OnApplication
   }
 
   /**
-   * Releases the group taken under `stamp` by this `appId`.
+   * Releases the group taken under `stamp` by this `appId`. A grant that already ended without its release is not an
+   * error when its holder knows it: its fenced transaction committed (`LockFence`, `@WithLocks({ transaction })`) and
+   * an operator, the reaper or a twin ended it after, or a fence threw its holder `LockLostError`: the release
+   * resolves, so that a `finally` that releases never throws over the fenced call's outcome.
    * @throws InvalidLockArgumentError when `stamp` is not a positive safe integer (nothing is changed).
-   * @throws IllegalMonitorStateError when no lock of this `appId` has that stamp (unknown, foreign, already
-   *   released or recovered).
+   * @throws IllegalMonitorStateError when no lock of this `appId` has that stamp and its holder was not told why:
+   *   unknown, foreign, already released, or ended (reaped, recovered, forced) while this process believed it held
+   *   (the work since may have run unprotected).
    * @throws LockStoreError when the database cannot be reached: the grant is no longer renewed and its release is
    *   made again in the background as soon as the database answers (from 5 ms after the failure, backing off to
    *   250 ms, and on every renewal tick); if the database stays away, its lease ends and any reaper frees it. Either way it is free within `leaseMs + reaperIntervalMs` once the database answers.

@@ -113,8 +113,10 @@ export abstract class LockStore {
   /**
    * What the server's settings or the lock user's privileges keep the library from doing, each naming what to change
    * (checked at start-up, which then refuses, and by the health check); empty when nothing.
+   * @param connectWithinMs how long a connection the check opens may take (start-up gives what is left of its
+   *   budget); `queryTimeoutMs` when not given, or when longer.
    */
-  abstract checkServer(): Promise<string[]>;
+  abstract checkServer(connectWithinMs?: number): Promise<string[]>;
   /**
    * Why the server the pool reaches may not write now (a standby, a demoted primary: `read_only`,
    * `default_transaction_read_only`), undefined when it may.

@@ -9,6 +9,7 @@ import {
   LockLostError,
   LockService,
   LockTestingModule,
+  type LockTransactionRunner,
   WithLocks,
 } from 'nestjs-db-locks';
 import { Gate } from '../support/gate.js';
@@ -45,10 +46,11 @@ class RepaymentService {
   async repayInLayer(id: number, executed: unknown[], pause?: Gate): Promise<string> {
     const { stamp } = this.locks.currentLock()!;
     await pause?.pass();
-    return this.fence.transaction(stamp, async (fenced) => {
-      await fenced(async (statement) => executed.push(statement));
-      return `repaid ${id}`;
-    });
+    const runner: LockTransactionRunner<string> = {
+      run: (work) => work('tx'),
+      execute: async (_tx, statement) => executed.push(statement),
+    };
+    return this.fence.transaction(stamp, runner, async () => `repaid ${id}`);
   }
 }
 

@@ -15,7 +15,7 @@ describe('docs/drizzle.md', () => {
 
   it('sends the fence through tx.execute as the spec does', () => {
     expect(layer.match(/execute: \(s\) => tx\.execute\(fenceSql\(s\)\) \}/g)).toHaveLength(2);
-    expect(page).toContain('await fenced((s) => tx.execute(fenceSql(s))); // last');
+    expect(page).toContain('execute: (tx, s) => tx.execute(fenceSql(s)),');
     expect(page).toContain('(s) => tx.execute(fenceSql(s))');
   });
 });

@@ -1,4 +1,4 @@
-import { type INestApplicationContext, Module, type Provider, type Type } from '@nestjs/common';
+import { type INestApplicationContext, type LoggerService, Module, type Provider, type Type } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { LockAdminService, LockFence, LockModule, LockService } from 'nestjs-db-locks';
@@ -39,8 +39,13 @@ export interface LoanDeskServing {
   readonly providers?: Provider[];
 }
 
-export async function openLoanDesk(dialect: TestDialect, appId: string, serve?: LoanDeskServing): Promise<LoanDesk> {
-
+/** `logger`: where the application's log lines go (none by default). */
+export async function openLoanDesk(
+  dialect: TestDialect,
+  appId: string,
+  serve?: LoanDeskServing,
+  logger?: LoggerService,
+): Promise<LoanDesk> {
   const db = await dialect.createDatabase();
   await db.query('CREATE TABLE loans (id int PRIMARY KEY, balance int NOT NULL)');
   await db.query('CREATE TABLE repayments (loan_id int NOT NULL, amount int NOT NULL)');
@@ -57,11 +62,11 @@ export async function openLoanDesk(dialect: TestDialect, appId: string, serve?: 
   })
   class AppModule {}
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
-  moduleRef.useLogger(false);
+  moduleRef.useLogger(logger ?? false);
   let app: INestApplicationContext;
   let baseUrl: string | undefined;
   if (serve) {
-    const http = moduleRef.createNestApplication({ logger: false });
+    const http = moduleRef.createNestApplication({ logger: logger ?? false });
     await http.listen(0, '127.0.0.1');
     baseUrl = `http://127.0.0.1:${(http.getHttpServer().address() as { port: number }).port}`;
     app = http;

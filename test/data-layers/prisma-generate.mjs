@@ -11,9 +11,15 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-const schemas = ['test/data-layers/prisma/postgres.prisma', 'test/data-layers/prisma/mysql.prisma', 'sample-app/prisma/schema.prisma'];
-for (const schema of schemas) {
-  execFileSync(process.execPath, ['node_modules/prisma/build/index.js', 'generate', '--schema', schema], {
+// Each schema, with the prisma.config.ts beside it if any (the sample's, which docs/prisma.md prints).
+const schemas = [
+  ['test/data-layers/prisma/postgres.prisma'],
+  ['test/data-layers/prisma/mysql.prisma'],
+  ['sample-app/prisma/schema.prisma', 'sample-app/prisma/prisma.config.ts'],
+];
+for (const [schema, config] of schemas) {
+  const args = ['node_modules/prisma/build/index.js', 'generate', '--schema', schema, ...(config ? ['--config', config] : [])];
+  execFileSync(process.execPath, args, {
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

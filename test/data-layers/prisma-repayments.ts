@@ -1,6 +1,6 @@
 import { PrismaMariaDb } from '@prisma/adapter-mariadb';
 import { PrismaPg } from '@prisma/adapter-pg';
-import type { LockFence } from 'nestjs-db-locks';
+import type { LockFence, LockTransactionRunner } from 'nestjs-db-locks';
 import type { DataLayer, LayerWork } from './query-builders.js';
 import type { TestDialect } from '../support/dialects.js';
 import { PrismaClient as MysqlClient } from './prisma/generated/mysql/client.js';
@@ -26,7 +26,7 @@ export function openPrisma(dialect: TestDialect, url: string): PrismaClient {
 
 /**
  * docs/prisma.md's repayment, with the spec's pauses: `cents` of loan `id` in one interactive `$transaction`,
- * computed from the balance it read, with the fence of `stamp` as its last statement.
+ * computed from the balance it read, with the fence of `stamp` as its last statement (`LockFence.transaction`).
  */
 export function repay(
   prisma: PrismaClient,
@@ -36,16 +36,17 @@ export function repay(
   cents: number,
   pauses: RepaymentPauses = {},
 ): Promise<void> {
-  return fence.transaction(stamp, (fenced) =>
-    prisma.$transaction(async (tx) => {
-      const loan = await tx.loan.findUniqueOrThrow({ where: { id } });
-      await pauses.afterRead?.();
-      await tx.loan.update({ where: { id }, data: { balance: loan.balance - cents } });
-      await tx.repayment.create({ data: { loanId: id, amount: cents } });
-      await pauses.beforeFence?.();
-      await fenced((s) => tx.$executeRawUnsafe(s.sql, ...s.params)); // last
-    }),
-  );
+  const runner: LockTransactionRunner<Prisma.TransactionClient> = {
+    run: (work) => prisma.$transaction(work),
+    execute: (tx, s) => tx.$executeRawUnsafe(s.sql, ...s.params),
+  };
+  return fence.transaction(stamp, runner, async (tx) => {
+    const loan = await tx.loan.findUniqueOrThrow({ where: { id } });
+    await pauses.afterRead?.();
+    await tx.loan.update({ where: { id }, data: { balance: loan.balance - cents } });
+    await tx.repayment.create({ data: { loanId: id, amount: cents } });
+    await pauses.beforeFence?.(); // the fence follows, sent by LockFence.transaction
+  });
 }
 
 /** The repayment's statements in a Prisma interactive transaction. */

@@ -176,6 +176,13 @@ describe('the Prisma sample as docs/prisma.md starts it', () => {
     expect(sample.output()).not.toMatch(/ERROR/);
   });
 
+  it('answers 404 for an unknown loan and writes nothing (the runner rolls its transaction back)', async () => {
+    expect(await post(`${base}/loans/404/repayments`, 100)).toMatchObject({ status: 404 });
+    expect(await repayments(404)).toBe(0);
+    const { rows } = await db.query("SELECT count(*)::int AS n FROM locking WHERE lock_name = 'loan:404'");
+    expect(rows).toEqual([{ n: 0 }]);
+  });
+
   it('refuses a second repayment of a loan with 423 while the first runs: only the first commits', async () => {
     const before = await balance(2);
     const release = await holdLoanRow(2);

@@ -1,8 +1,8 @@
-import { LockAdminService, LockFence, LockLostError, LockService } from 'nestjs-db-locks';
+import { LockAdminService, LockFence, LockLostError, LockService, type LockTransactionRunner } from 'nestjs-db-locks';
 import { DIALECTS } from '../support/dialects.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { type LoanDesk, openLoanDesk } from './loan-desk.js';
-import { DATA_LAYERS, type LayerPool } from './query-builders.js';
+import { DATA_LAYERS, type LayerPool, type LayerTransaction } from './query-builders.js';
 
 for (const layer of DATA_LAYERS) {
   for (const dialect of DIALECTS) {
@@ -14,14 +14,16 @@ for (const layer of DATA_LAYERS) {
       let admin: LockAdminService;
       let pool: LayerPool;
       const repayments = (loan: number) => desk.repayments(loan);
+      /** The layer's transactions as a `LockTransactionRunner`: its transaction, the fence sent through its `execute`. */
+      const runner: LockTransactionRunner<LayerTransaction> = {
+        run: (work, options) => pool.transaction(work, options),
+        execute: (trx, statement) => trx.execute(statement),
+      };
       /** One repayment written under `stamp` in a transaction of the layer, fenced through `LockFence.transaction`. */
       const repay = (stamp: number, loan: number) =>
-        fence.transaction(stamp, (fenced) =>
-          pool.transaction(async (trx) => {
-            await trx.insertRepayment(loan, 10);
-            await fenced(trx.execute);
-          }),
-        );
+        fence.transaction(stamp, runner, async (trx) => {
+          await trx.insertRepayment(loan, 10);
+        });
 
       beforeAll(async () => {
         desk = await openLoanDesk(dialect, `${layer.name.toLowerCase()}-1`);
@@ -52,13 +54,10 @@ for (const layer of DATA_LAYERS) {
       it('rolls the write back with LockLostError when the grant was forced free before the commit', async () => {
         const stamp = await locks.tryLocks(['LOAN:2_WRITE']);
         const failure = await fence
-          .transaction(stamp, (fenced) =>
-            pool.transaction(async (trx) => {
-              await trx.insertRepayment(2, 10);
-              await admin.forceRelease(stamp, 'stuck repayment');
-              await fenced(trx.execute);
-            }),
-          )
+          .transaction(stamp, runner, async (trx) => {
+            await trx.insertRepayment(2, 10);
+            await admin.forceRelease(stamp, 'stuck repayment');
+          })
           .catch((error: unknown) => error);
         expect(failure).toBeInstanceOf(LockLostError);
         expect(await repayments(2)).toBe(0);
@@ -83,15 +82,12 @@ for (const layer of DATA_LAYERS) {
       it('lets two concurrent repayments of one loan never both commit', async () => {
         /** A repayment of 60 computed from the balance it read, fenced under `stamp`; `pause` runs after the read. */
         const repay60 = (stamp: number, pause: () => Promise<void>) =>
-          fence.transaction(stamp, (fenced) =>
-            pool.transaction(async (trx) => {
-              const balance = await trx.balance(4);
-              await pause();
-              await trx.setBalance(4, balance - 60);
-              await trx.insertRepayment(4, 60);
-              await fenced(trx.execute);
-            }),
-          );
+          fence.transaction(stamp, runner, async (trx) => {
+            const balance = await trx.balance(4);
+            await pause();
+            await trx.setBalance(4, balance - 60);
+            await trx.insertRepayment(4, 60);
+          });
         const first = await locks.tryLocks(['LOAN:4_WRITE']);
         let resume!: () => void;
         const resumed = new Promise<void>((resolve) => (resume = resolve));

@@ -9,6 +9,11 @@ import { createServer, type Server, Socket } from 'node:net';
 export interface LingeringProxy {
   /** `url` (a database behind the proxy) with the proxy's host and port. */
   via(url: string): string;
+  /**
+   * Cuts every client's connection through the proxy (a network cut seen by the client only): the server goes on
+   * running each session, with its locks, for `lingerMs` more.
+   */
+  cutClients(): void;
   close(): Promise<void>;
 }
 
@@ -20,16 +25,21 @@ export async function startLingeringProxy(url: string, lingerMs: number): Promis
   const target = new URL(url);
   const defaultPort = target.protocol.startsWith('mysql') ? 3306 : 5432;
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
+  let closed = false;
   const server: Server = createServer((client) => {
     const upstream = new Socket();
     sockets.add(client).add(upstream);
+    clients.add(client);
+    client.once('close', () => clients.delete(client));
     upstream.connect(Number(target.port || defaultPort), target.hostname);
     // PostgreSQL's client says goodbye (Terminate) before it closes; the proxy loses that message as a network may, so
     // the server learns of the end only from the connection's end (mysql2's destroy() sends no COM_QUIT).
     client.on('data', (chunk) => void (chunk.equals(PG_TERMINATE) || upstream.write(chunk)));
     upstream.on('data', (chunk) => client.write(chunk));
     client.once('close', () => {
+      if (closed) return void upstream.destroy();
       const timer = setTimeout(() => {
         timers.delete(timer);
         upstream.destroy();
@@ -51,7 +61,11 @@ export async function startLingeringProxy(url: string, lingerMs: number): Promis
       through.port = String(port);
       return through.toString();
     },
+    cutClients(): void {
+      for (const client of clients) client.destroy();
+    },
     async close(): Promise<void> {
+      closed = true; // the clients closed from here on linger no more (a timer would outlive the proxy)
       for (const timer of timers) clearTimeout(timer);
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

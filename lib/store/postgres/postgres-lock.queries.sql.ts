@@ -154,6 +154,15 @@ export const SELECT_READ_ONLY = `SELECT CASE WHEN pg_is_in_recovery() THEN 'in r
     WHEN current_setting('transaction_read_only') = 'on' THEN 'transaction_read_only = on' END AS read_only`;
 
 /**
+ * The isolation level this session's statements run at when they name none (its `default_transaction_isolation`),
+ * where that default comes from (`pg_settings.source`: `client` for the connection's options, `user`, `database`,
+ * `database user`, `session`, `configuration file`, …), and the role and database to name in a message.
+ */
+export const SELECT_SESSION_ISOLATION = `SELECT current_setting('transaction_isolation') AS isolation, s.source,
+    quote_ident(current_user) AS role, quote_ident(current_database()) AS database
+  FROM pg_settings s WHERE s.name = 'default_transaction_isolation'`;
+
+/**
  * $1 app id: the instance lock, held by the session for the life of the instance, and the session's pid; not taken
  * on a server that may not write (`read_only` says why), where grants would fail: the claim refuses it in the same
  * round trip.
@@ -162,8 +171,13 @@ export const TRY_CLAIM_APP_ID = `SELECT CASE WHEN r.read_only IS NULL THEN pg_tr
     AS claimed, pg_backend_pid() AS pid, r.read_only
   FROM (${SELECT_READ_ONLY}) r`;
 
-/** The granted instance lock of app id $1 in `pg_locks` (a bigint key shows as its high and low 32 bits). */
+/**
+ * The granted instance lock of app id $1 in `pg_locks` (a bigint key shows as its high and low 32 bits), in this
+ * database: an advisory lock is the database's own, and `pg_locks` shows those of every database of the server, where
+ * the same app id may run too (staging beside production, a database per tenant) without being a twin.
+ */
 const APP_ID_LOCK = `l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND l.classid = ((${APP_ID_KEY} >> 32) & 4294967295)::oid
     AND l.objid = (${APP_ID_KEY} & 4294967295)::oid`;
 

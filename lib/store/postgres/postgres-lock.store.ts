@@ -20,6 +20,7 @@ import { SELECT_BUSY_LOCKS } from './postgres-lock-waiting.queries.sql.js';
 import { PostgresLockAdminStore } from './postgres-lock-admin.store.js';
 import { openInstanceSession, openListener } from './postgres-sessions.util.js';
 import { PostgresHotPath } from './postgres-hot-path.js';
+import { isolationProblem, type SessionIsolationRow } from './postgres-isolation.util.js';
 import { PostgresStatementRunner, type LockStatement } from './postgres-statement.runner.js';
 import { PostgresSessionSource } from './postgres-session-source.js';
 
@@ -189,11 +190,14 @@ export class PostgresLockStore extends LockStore {
   }
 
   /**
-   * A transaction pooler without `directUrl`, a `directUrl` that is not a session on the same database (found once).
-   * The isolation level is checked by every grant itself (a function that refuses other levels).
+   * A transaction pooler without `directUrl`, a `directUrl` that is not a session on the same database (found once),
+   * and sessions that do not run READ COMMITTED by default, which every grant refuses (LK001).
    */
-  checkServer(): Promise<string[]> {
-    return this.sessions.check();
+  async checkServer(connectWithinMs?: number): Promise<string[]> {
+    const problems = await this.sessions.check(connectWithinMs);
+    const result = await this.run<SessionIsolationRow>('checkServer', false, { text: SQL.SELECT_SESSION_ISOLATION });
+    const isolation = isolationProblem(result.rows[0]);
+    return isolation === undefined ? problems : [...problems, isolation];
   }
 
   async readOnlyReason(): Promise<string | undefined> {

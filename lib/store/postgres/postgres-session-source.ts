@@ -36,9 +36,12 @@ export class PostgresSessionSource {
   /**
    * What keeps the sessions from being real ones, each naming what to change; empty when nothing. Found once (a
    * failure to reach the database is thrown, and checked again next time).
+   * @param connectWithinMs how long each connection the check opens may take; `queryTimeoutMs` when longer or not
+   *   given (a server that accepts connections and never answers ends start-up within its budget).
    */
-  check(): Promise<string[]> {
-    this.checked ??= this.findProblems().catch((error: unknown) => {
+  check(connectWithinMs?: number): Promise<string[]> {
+    const ms = Math.min(connectWithinMs ?? Infinity, this.options.queryTimeoutMs);
+    this.checked ??= this.findProblems(ms).catch((error: unknown) => {
       this.checked = undefined;
       throw toLockError(error, 'checkServer', false);
     });
@@ -55,7 +58,8 @@ export class PostgresSessionSource {
     }
   }
 
-  private async findProblems(): Promise<string[]> {
+  /** The check, each connection it opens (and each statement) bounded by `ms`. */
+  private async findProblems(ms: number): Promise<string[]> {
     const pool = this.runner.pool();
     const max = (pool.options as { max?: number }).max ?? 10;
     const declared = this.options.pooler;
@@ -63,8 +67,7 @@ export class PostgresSessionSource {
     else if (declared !== 'transaction' && max < 2) {
       return [`The lock DataSource's pool allows ${max} connection: raise \`extra.max\` (or poolSize) to at least 2`];
     }
-    const found: PoolTopology =
-      declared === 'transaction' ? 'transaction' : await detectPoolTopology(pool, this.options.queryTimeoutMs);
+    const found: PoolTopology = declared === 'transaction' ? 'transaction' : await detectPoolTopology(pool, ms);
     if (found === 'statement') {
       return [
         'The lock DataSource connects through a pooler in statement mode, which refuses transactions: use ' +
@@ -83,7 +86,7 @@ export class PostgresSessionSource {
     recordPoolTopology(this.dataSource, topology);
     if (!this.options.directUrl) return topology === 'session' ? [] : [noSessionProblem(topology)];
     const direct = this.directPool();
-    const reached = await detectPoolTopology(direct, this.options.queryTimeoutMs);
+    const reached = await detectPoolTopology(direct, ms);
     if (reached !== 'session') {
       return [
         `LockModule option directUrl reaches ${reached === 'pooler' ? 'a pooler' : `a pooler in ${reached} mode`}, ` +
@@ -91,7 +94,7 @@ export class PostgresSessionSource {
           'their start-up): it must reach PostgreSQL directly, or through a TCP proxy (docs/poolers.md)',
       ];
     }
-    const [viaPool, viaDirect] = await Promise.all([identityOf(pool, this.options), identityOf(direct, this.options)]);
+    const [viaPool, viaDirect] = await Promise.all([identityOf(pool, ms), identityOf(direct, ms)]);
     if (viaPool !== viaDirect) {
       return [
         `LockModule option directUrl reaches another server or database (${viaDirect}) than the lock DataSource ` +
@@ -156,10 +159,21 @@ function noSessionProblem(topology: PoolTopology): string {
   );
 }
 
-/** The database and server `pool` reaches, as one string (no secrets). */
-async function identityOf(pool: Pool, options: ResolvedLockOptions): Promise<string> {
-  const query: QueryConfig & { query_timeout: number } = { text: SERVER_IDENTITY, query_timeout: options.queryTimeoutMs };
-  const result = await pool.query<{ db: string; started: string; port: string }>(query);
-  const row = result.rows[0];
-  return `database "${row?.db}" on the server started ${row?.started}, port ${row?.port}`;
+/**
+ * The database and server `pool` reaches, as one string (no secrets), on a connection had within `ms` (`pool.query`
+ * would wait for one without limit) and asked within `ms`.
+ */
+async function identityOf(pool: Pool, ms: number): Promise<string> {
+  const client = await checkoutPgClient(pool, ms);
+  const query: QueryConfig & { query_timeout: number } = { text: SERVER_IDENTITY, query_timeout: ms };
+  let broken = false;
+  try {
+    const row = (await client.query<{ db: string; started: string; port: string }>(query)).rows[0];
+    return `database "${row?.db}" on the server started ${row?.started}, port ${row?.port}`;
+  } catch (error) {
+    broken = true;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }

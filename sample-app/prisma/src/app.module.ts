@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { LockModule } from 'nestjs-db-locks';
 import { LoansController } from './loans.controller.js';
+import { PrismaLockTransactions } from './prisma-lock-transactions.js';
 import { DATABASE_URL, PrismaService } from './prisma.service.js';
 import { RepaymentService } from './repayment.service.js';
 
@@ -16,7 +17,7 @@ export class PrismaSampleModule {
         LockModule.forRoot({ appId: options.appId, url: options.url, migrationsRun: true }), // its tables at start-up
       ],
       controllers: [LoansController],
-      providers: [{ provide: DATABASE_URL, useValue: options.url }, PrismaService, RepaymentService],
+      providers: [{ provide: DATABASE_URL, useValue: options.url }, PrismaService, PrismaLockTransactions, RepaymentService],
     };
   }
 }
