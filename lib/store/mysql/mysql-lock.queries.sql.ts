@@ -157,15 +157,26 @@ export const renewLeases = (count: number): string =>
 
 /**
  * ? batch size: the stale grants that still hold locks (lease ended; a max hold ends the lease, see `renewLeases`),
- * oldest lease first; rows another transaction has locked (a business transaction fencing its grant, a release in
- * progress) are skipped.
+ * oldest lease first, read without locking anything: a locking read would lock every row its scan reads, live grants'
+ * too (InnoDB evaluates the lease after locking the row), and a renewal meeting such a row skips it (it never waits),
+ * so that a live grant skipped at two renewals in a row was lost to reapers that merely looked at it.
+ * `lockStale` then locks the candidates alone, by their primary key.
  */
 export const SELECT_STALE = `SELECT g.stamp FROM locking_log g
   WHERE g.stamp IN (SELECT k.stamp FROM locking k) AND g.status IN ${LIVE}
     AND g.lease_expires < ${NOW}
   ORDER BY g.lease_expires
-  LIMIT ?
-  FOR UPDATE SKIP LOCKED`;
+  LIMIT ?`;
+
+/**
+ * Stamps `?…` (`SELECT_STALE`'s candidates): those still stale, their log rows locked, by primary key only (no live
+ * grant's row is touched); rows another transaction has locked (a business transaction fencing its grant, a release
+ * in progress) are skipped.
+ */
+export const lockStale = (count: number): string =>
+  `SELECT stamp FROM locking_log
+    WHERE stamp IN (${placeholders(count)}) AND status IN ${LIVE} AND lease_expires < ${NOW}
+    FOR UPDATE SKIP LOCKED`;
 
 /** `status` (a literal), then stamps `?…`: ends those grants. */
 export const endGrants = (status: 'REAPED' | 'RECOVERED', count: number): string =>

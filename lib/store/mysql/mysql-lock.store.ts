@@ -207,9 +207,11 @@ export class MysqlLockStore extends LockStore {
   async reap(): Promise<number[]> {
     const { reaperBatchSize } = this.options;
     const reaped = await this.runner.transaction('reapStaleLocks', false, async (tx) => {
-      const stamps = (
-        await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [reaperBatchSize])
-      ).map((row) => Number(row.stamp));
+      const candidates = (await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [reaperBatchSize])).map((row) => row.stamp);
+      const stamps =
+        candidates.length === 0
+          ? []
+          : (await tx.select<{ stamp: string }>(SQL.lockStale(candidates.length), candidates)).map((row) => Number(row.stamp));
       await tx.write(SQL.DELETE_EXPIRED_WAITERS);
       if (stamps.length === 0) return { stamps, names: [] as string[] };
       await tx.write(SQL.endGrants('REAPED', stamps.length), stamps);
