@@ -50,11 +50,15 @@ export async function startPrivateMariadb(dir, options = []) {
   if (!mariadbd || !installDb) throw new Error('mariadbd is not installed (apt-get install mariadb-server)');
   const dataDir = join(dir, 'data');
   mkdirSync(dataDir, { recursive: true });
+  // A temporary folder of its own: in the shared /tmp, the bootstrap of two servers started at once (by two test runs
+  // on one machine) failed to delete its temporary tables ("Error on delete of '/tmp/#sql-temptable-…'").
+  const tmpDir = join(dir, 'tmp');
+  mkdirSync(tmpDir, { recursive: true });
   const user = process.getuid?.() === 0 ? ['--user=root'] : [];
   const installed = spawnSync(
     installDb,
     ['--no-defaults', `--datadir=${dataDir}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...user],
-    { encoding: 'utf8' },
+    { encoding: 'utf8', env: { ...process.env, TMPDIR: tmpDir } },
   );
   if (installed.status !== 0) throw new Error(`mariadb-install-db failed: ${installed.stderr || installed.stdout}`);
   const port = await freePort();
@@ -68,6 +72,7 @@ export async function startPrivateMariadb(dir, options = []) {
         `--datadir=${dataDir}`,
         `--socket=${join(dir, 'mariadb.sock')}`,
         `--pid-file=${join(dir, 'mariadb.pid')}`,
+        `--tmpdir=${tmpDir}`,
         `--port=${port}`,
         '--bind-address=127.0.0.1',
         ...(options.includes('--grant-tables') ? [] : ['--skip-grant-tables']),
