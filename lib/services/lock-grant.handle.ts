@@ -40,8 +40,10 @@ export interface LockGrantHandle extends AsyncDisposable {
    * first call's Promise: the group is released once.
    * Once the shutdown has released the group (at the end of `shutdownGraceMs`), it resolves: the group was released
    * once, and the `LockShutdownError` of `signal` told the holder when `close()` began.
-   * @throws IllegalMonitorStateError when the grant was lost meanwhile (reaped, recovered or forced): the work after
-   *   the loss ran without the locks.
+   * A grant whose fenced transaction committed, or whose fence threw `LockLostError`, is released quietly if it ended
+   * meanwhile (`LockService.releaseLocks`).
+   * @throws IllegalMonitorStateError when the grant was lost meanwhile (reaped, recovered or forced) and no fence told
+   *   the holder: the work after the loss ran without the locks.
    * @throws LockStoreError when the database cannot be reached: the release is retried in the background, and the
    *   locks are free within `leaseMs + reaperIntervalMs` in any case.
    */

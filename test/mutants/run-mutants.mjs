@@ -20,10 +20,19 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * @typedef {{ name: string, path: string, files: string[], spec: string, tests?: string, build?: string, mutant?: string }} Row
+ * @typedef {{ failed: number, passed: number, tests: string, output: string }} SpecRun
+ */
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const folder = join(root, 'test', 'mutants');
 
-/** One row: its patch, header and the files it changes. */
+/**
+ * One row: its patch, header and the files it changes.
+ * @param {string} file
+ * @returns {Row}
+ */
 function readRow(file) {
   const text = readFileSync(join(folder, file), 'utf8');
   const start = text.indexOf('diff --git ');
@@ -33,19 +42,22 @@ function readRow(file) {
       .slice(0, start)
       .split('\n')
       .map((line) => /^(\w+):\s*(.*)$/.exec(line))
-      .filter(Boolean)
-      .map((match) => [match[1].toLowerCase(), match[2].trim()]),
+      .flatMap((match) => (match ? [[String(match[1]).toLowerCase(), String(match[2]).trim()]] : [])),
   );
   if (!header.spec) throw new Error(`${file}: no "Spec:" line in its header`);
   const files = [...text.matchAll(/^diff --git a\/(\S+) b\//gm)].map((match) => match[1]);
-  return { name: file.replace(/\.patch$/, ''), path: join(folder, file), ...header, files };
+  return { ...header, name: file.replace(/\.patch$/, ''), path: join(folder, file), spec: header.spec, files };
 }
 
+/** @param {string[]} args */
 function git(...args) {
   return execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
 }
 
-/** The files that differ from `base` (committed or not). */
+/**
+ * The files that differ from `base` (committed or not).
+ * @param {string} base
+ */
 function changedSince(base) {
   const committed = git('diff', '--name-only', base).split('\n');
   const untracked = git('ls-files', '--others', '--exclude-standard').split('\n');
@@ -75,11 +87,21 @@ function scratchCopy() {
   return dir;
 }
 
+/**
+ * @param {string} dir
+ * @param {string} command
+ * @param {string[]} args
+ */
 function run(dir, command, args) {
   return spawnSync(command, args, { cwd: dir, encoding: 'utf8', env: { ...process.env, CI: 'true' }, maxBuffer: 64 * 1024 * 1024 });
 }
 
-/** Runs the row's spec in `dir`: whether it failed, and how many tests ran. */
+/**
+ * Runs the row's spec in `dir`: whether it failed, and how many tests ran.
+ * @param {string} dir
+ * @param {{ spec: string, tests?: string }} row
+ * @returns {SpecRun}
+ */
 function runSpec(dir, row) {
   const args = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', row.spec];
   if (row.tests) args.push('--testNamePattern', row.tests);
@@ -91,6 +113,7 @@ function runSpec(dir, row) {
   return { failed, passed, tests, output };
 }
 
+/** @param {string} dir */
 function build(dir) {
   const result = run(dir, 'npm', ['run', 'build', '--silent']);
   if (result.status !== 0) throw new Error(`build failed:\n${result.stdout}\n${result.stderr}`);
@@ -111,14 +134,16 @@ if (argv[0] === '--changed') {
 }
 
 const dir = scratchCopy();
+/** @type {Array<{ row: Row, verdict: string }>} */
 const results = [];
 try {
   // The specs must pass without any fault first: a row whose spec fails anyway proves nothing.
   const specs = [...new Set(rows.map((row) => `${row.spec}\u0000${row.tests ?? ''}`))];
+  /** @type {Map<string, SpecRun>} */
   const clean = new Map();
   if (rows.some((row) => row.build === 'yes')) build(dir);
   for (const key of specs) {
-    const [spec, tests] = key.split('\u0000');
+    const [spec = '', tests = ''] = key.split('\u0000');
     clean.set(key, runSpec(dir, { spec, tests: tests || undefined }));
   }
   for (const row of rows) {
@@ -133,7 +158,7 @@ try {
     } else {
       try {
         if (row.build === 'yes') build(dir);
-        const before = clean.get(key);
+        const before = /** @type {SpecRun} */ (clean.get(key));
         const after = runSpec(dir, row);
         if (before.failed > 0) {
           verdict = 'INVALID';
