@@ -49,7 +49,8 @@ for (const dialect of DIALECTS) {
       const startupMs = phaseA - started;
       const gapOf = (phase: number) => (((phase - phaseA) % PERIOD_MS) + PERIOD_MS) % PERIOD_MS;
       let gap = 0;
-      for (let attempt = 0; attempt < 3 && Math.abs(gap - PERIOD_MS / 2) > 1000; attempt++) {
+      // Up to six tries: a start-up slowed by a busy machine (CI beside other work) can miss the phase three times.
+      for (let attempt = 0; attempt < 6 && Math.abs(gap - PERIOD_MS / 2) > 1000; attempt++) {
         if (attempt > 0) await stopReplicas(replicas.splice(1));
         started = await dbNowMs(db, dialect);
         await sleep((((PERIOD_MS / 2 - gapOf(started + startupMs)) % PERIOD_MS) + PERIOD_MS) % PERIOD_MS);
