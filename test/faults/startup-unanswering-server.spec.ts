@@ -116,21 +116,31 @@ describe('start-up against a server that accepts connections and never answers',
     await until(() => timers() <= timersBefore, 3000);
   }
 
-  const pgUrl = () => `postgres://locks:secret@127.0.0.1:${silent.port}/locks`;
-
-  it('PostgreSQL, forRoot({ url }): LockStartupTimeoutError within 2 × startupTimeoutMs, nothing left', async () => {
+  /**
+   * Starts an application with `lock` and expects it to give up with `LockStartupTimeoutError` while waiting for
+   * `waitingFor` (within 2 × startupTimeoutMs, one log line), closed, with nothing of it left.
+   */
+  async function expectGivesUp(lock: DynamicModule, waitingFor: RegExp): Promise<void> {
     timersBefore = timers();
-    const outcome = await start(LockModule.forRoot({ appId: 'silent-pg', url: pgUrl(), startupTimeoutMs: BUDGET_MS }));
+    const outcome = await start(lock);
     try {
-      expectTimedOut(outcome, /the first connection of the lock DataSource \(LockModule option url\)/);
+      expectTimedOut(outcome, waitingFor);
     } finally {
       await outcome.close();
     }
     await expectNothingLeft();
+  }
+
+  const pgUrl = () => `postgres://locks:secret@127.0.0.1:${silent.port}/locks`;
+
+  it('PostgreSQL, forRoot({ url }): LockStartupTimeoutError within 2 × startupTimeoutMs, nothing left', async () => {
+    await expectGivesUp(
+      LockModule.forRoot({ appId: 'silent-pg', url: pgUrl(), startupTimeoutMs: BUDGET_MS }),
+      /the first connection of the lock DataSource \(LockModule option url\)/,
+    );
   }, 30_000);
 
   it('PostgreSQL, forRootAsync({ ownConnection: true }): the same', async () => {
-    timersBefore = timers();
     const lock = LockModule.forRootAsync({
       ownConnection: true,
       useFactory: async (): Promise<LockModuleOptions> => ({
@@ -139,25 +149,15 @@ describe('start-up against a server that accepts connections and never answers',
         startupTimeoutMs: BUDGET_MS,
       }),
     });
-    const outcome = await start(lock);
-    try {
-      expectTimedOut(outcome, /the first connection of the lock DataSource/);
-    } finally {
-      await outcome.close();
-    }
-    await expectNothingLeft();
+    await expectGivesUp(lock, /the first connection of the lock DataSource/);
   }, 30_000);
 
   it('MySQL/MariaDB, forRoot({ url }): the same (the driver is enough: no server is needed)', async () => {
-    timersBefore = timers();
     const url = `mysql://locks:secret@127.0.0.1:${silent.port}/locks`;
-    const outcome = await start(LockModule.forRoot({ appId: 'silent-my', url, startupTimeoutMs: BUDGET_MS }));
-    try {
-      expectTimedOut(outcome, /the first connection of the lock DataSource \(LockModule option url\)/);
-    } finally {
-      await outcome.close();
-    }
-    await expectNothingLeft();
+    await expectGivesUp(
+      LockModule.forRoot({ appId: 'silent-my', url, startupTimeoutMs: BUDGET_MS }),
+      /the first connection of the lock DataSource \(LockModule option url\)/,
+    );
   }, 30_000);
 
   describe('PostgreSQL, directUrl on the silent server, url on a database that answers', () => {
@@ -179,16 +179,11 @@ describe('start-up against a server that accepts connections and never answers',
       )[0]!.n;
 
     it('the pooler check of directUrl gives up within 2 × startupTimeoutMs; close() leaves nothing open', async () => {
-      timersBefore = timers();
       const directUrl = `postgres://127.0.0.1:${silent.port}/`;
-      const lock = LockModule.forRoot({ appId: 'silent-direct', url: db.url, directUrl, startupTimeoutMs: BUDGET_MS });
-      const outcome = await start(lock);
-      try {
-        expectTimedOut(outcome, /the server check/);
-      } finally {
-        await outcome.close();
-      }
-      await expectNothingLeft();
+      await expectGivesUp(
+        LockModule.forRoot({ appId: 'silent-direct', url: db.url, directUrl, startupTimeoutMs: BUDGET_MS }),
+        /the server check/,
+      );
       await until(async () => (await libraryConnections()) === 0, 3000);
     }, 30_000);
 

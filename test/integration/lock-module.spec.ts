@@ -116,19 +116,7 @@ describe('LockModule wiring', () => {
     }
   });
 
-  it('refuses sessions that are not READ COMMITTED instead of granting unsafely (at start-up)', async () => {
-    await expect(
-      boot([
-        TypeOrmModule.forRoot({
-          type: 'postgres',
-          url: db.url,
-          extra: { options: '-c default_transaction_isolation=serializable' },
-        }),
-        ScheduleModule.forRoot(),
-        LockModule.forRoot({ appId: 'serializable' }),
-      ]),
-    ).rejects.toThrow(LockConfigurationError);
-  });
+  // Sessions that are not READ COMMITTED are refused at start-up: lock-isolation-startup.spec.ts.
 });
 
 describe('database failures become typed errors', () => {
