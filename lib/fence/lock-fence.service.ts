@@ -13,17 +13,17 @@ import { LOCK_DATA_SOURCE, RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockLeases } from '../services/lock-leases.service.js';
 import { type LockDialect, lockDialectOf } from '../store/lock-dialect.util.js';
 import { inLockTables } from '../store/lock-tables.util.js';
-import { mysqlCodeOf, toMysqlLockError } from '../store/mysql/mysql-error.util.js';
+import { toMysqlLockError } from '../store/mysql/mysql-error.util.js';
 import { FENCE as MYSQL_FENCE } from '../store/mysql/mysql-fence.queries.sql.js';
 import {
   FENCE as POSTGRES_FENCE,
   FENCE_IN_MARKED_TRANSACTION,
   MARK_FENCED_TRANSACTION,
 } from '../store/postgres/postgres-fence.queries.sql.js';
-import { isRowChangedSinceSnapshot, sqlStateOf, toLockError } from '../store/postgres/pg-error.util.js';
+import { isRowChangedSinceSnapshot, toLockError } from '../store/postgres/pg-error.util.js';
 import { assertStamp } from '../utils/lock-validation.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
-import { runnerOutcomeOf } from './fenced-outcome.util.js';
+import { commitFailureOf, commitFailureReason, runnerOutcomeOf } from './fenced-outcome.util.js';
 import { assertOpenTransaction, assertTransactionConnection, queryOf, rollBack } from './lock-fence-connection.util.js';
 import { isFenced } from './lock-fence-result.util.js';
 import type { LockFenceConnection, LockFenceStatement } from './lock-fence.interface.js';
@@ -147,7 +147,8 @@ export class LockFence {
    * ```
    * The caller gets one outcome: the work's value (committed), `LockLostError` (the grant was lost: rolled back,
    * nothing written), the work's own error (rolled back), or `LockStoreError` (the BEGIN failed, nothing written; or
-   * the COMMIT did, `outcomeUnknown`).
+   * the COMMIT did: `outcomeUnknown`, unless the server said it rolled back, e.g. a Galera certification failure,
+   * when nothing was written and the transaction may be run again; `LockLostError` if the grant ended meanwhile).
    * @throws LockLostError when the grant is lost, before the transaction opens or at its fence.
    * @throws LockConfigurationError when `runner.run` resolved without running `work` and the fence (nothing written).
    * @throws InvalidLockArgumentError for a bad stamp, or a runner without `run` and `execute`.
@@ -178,8 +179,9 @@ export class LockFence {
         return result;
       }, options);
     } catch (error) {
-      if (inFlight) this.leases.commitEnded([stamp], { committed: false, failure: String(error) });
-      throw runnerOutcomeOf(error, started, fenced);
+      const outcome = runnerOutcomeOf(error, started, fenced);
+      if (inFlight) this.leases.commitEnded([stamp], { committed: false, failure: commitFailureReason(outcome) });
+      throw fenced ? await this.rolledBackOutcome(stamp, outcome) : outcome;
     }
     if (!fenced) {
       throw new LockConfigurationError(
@@ -200,7 +202,8 @@ export class LockFence {
    * @throws LockLostError when the grant is lost: rolled back, nothing committed.
    * @throws FenceOutsideTransactionError when `connection` is not inside BEGIN: rolled back, nothing fenced.
    * @throws LockStoreError when the fence failed (rolled back), or the COMMIT did (`outcomeUnknown`: it may have
-   *   been applied).
+   *   been applied; false when the server said it rolled back, e.g. a Galera certification failure: nothing was
+   *   written, run it again; `LockLostError` instead when the grant ended meanwhile).
    * @throws InvalidLockArgumentError for a bad stamp, or a pool or callback-style connection.
    */
   async fenceAndCommit(connection: LockFenceConnection, stamp: number): Promise<void> {
@@ -223,8 +226,8 @@ export class LockFence {
       }
       await this.commit(connection);
     } catch (error) {
-      this.leases.commitEnded([stamp], { committed: false, failure: String(error) });
-      throw error;
+      this.leases.commitEnded([stamp], { committed: false, failure: commitFailureReason(error) });
+      throw await this.rolledBackOutcome(stamp, error);
     }
     this.leases.commitEnded([stamp], { committed: true, releasing: new Set([stamp]) });
   }
@@ -294,10 +297,23 @@ export class LockFence {
     try {
       await connection.query('COMMIT', []);
     } catch (error) {
-      // The COMMIT may have been applied before the failure was seen.
-      const code = this.dialect === 'mysql' ? mysqlCodeOf(error) : sqlStateOf(error);
-      throw new LockStoreError('commit the fenced transaction', code, true, error);
+      // The COMMIT may have been applied before the failure was seen, unless the server said it rolled back.
+      throw commitFailureOf(error);
     }
+  }
+
+  /**
+   * The outcome of a fenced COMMIT that the server rolled back (`LockStoreError` with a known outcome): on a Galera
+   * cluster, a certification failure, most often because the grant was ended on another node meanwhile (the reaper,
+   * a forced release: both write the row the fence wrote). A grant no longer live in the database is `LockLostError`
+   * (told to its signal); one still live, a conflict with other work: nothing was written, run it again. Any other
+   * outcome is returned as it is.
+   */
+  private async rolledBackOutcome(stamp: number, outcome: unknown): Promise<unknown> {
+    if (!(outcome instanceof LockStoreError) || outcome.outcomeUnknown || outcome.operation !== 'commit the fenced transaction') {
+      return outcome;
+    }
+    return (await this.leases.isEndedInDatabase(stamp)) ? this.lost(stamp) : outcome;
   }
 
   /** `stamp` found lost by its fence: told to its signal, and the error to throw. */

@@ -15,6 +15,7 @@ import { JobControls1796800000000 } from './1796800000000-job-controls.js';
 import { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 import { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 import { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
+import { MysqlCertifiedWrites1797200000000 } from './1797200000000-mysql-certified-writes.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -33,6 +34,7 @@ export { JobControls1796800000000 } from './1796800000000-job-controls.js';
 export { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 export { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 export { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
+export { MysqlCertifiedWrites1797200000000 } from './1797200000000-mysql-certified-writes.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -57,6 +59,7 @@ export const LOCK_MIGRATIONS = [
   LeaderTerms1796900000000,
   MysqlQuietRelease1797000000000,
   GroupCheckProbes1797100000000,
+  MysqlCertifiedWrites1797200000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

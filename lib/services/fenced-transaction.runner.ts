@@ -2,7 +2,7 @@ import { isObservable } from 'rxjs';
 import type { DataSource, QueryRunner } from 'typeorm';
 import type { LockTransactionIsolation } from '../interfaces/index.js';
 import { InvalidLockSpecError, LockLostError, LockStoreError } from '../errors/index.js';
-import { codeOf } from '../fence/fenced-outcome.util.js';
+import { codeOf, commitFailureOf, commitFailureReason } from '../fence/fenced-outcome.util.js';
 import { type LockedCall, type LockHolder, type LockScope, logReleaseFailure } from './lock-scope.js';
 import { FencedTransaction, type KeptScope, LockTransactionContext } from './lock-transaction.storage.js';
 
@@ -97,8 +97,7 @@ async function fenceAndCommit(
     await holder.fence(stamps, runner.manager);
     await commit(runner);
   } catch (error) {
-    const failure = error instanceof LockStoreError ? `${error.message}; the commit may or may not have been applied` : String(error);
-    holder.commitEnded(stamps, { committed: false, failure });
+    holder.commitEnded(stamps, { committed: false, failure: commitFailureReason(error) });
     throw error;
   }
   holder.commitEnded(stamps, { committed: true, releasing });
@@ -109,12 +108,15 @@ export function releasedStamps(scope: LockScope, kept: readonly KeptScope[]): Re
   return new Set([scope, ...kept].flatMap((s) => (s.ownStamp === undefined ? [] : [s.ownStamp])));
 }
 
-/** Commits; a failure here leaves the outcome unknown (the COMMIT may have been applied before the failure). */
+/**
+ * Commits; a failure here leaves the outcome unknown (the COMMIT may have been applied before the failure), unless the
+ * server said it rolled back (`commitFailureOf`).
+ */
 async function commit(runner: QueryRunner): Promise<void> {
   try {
     await runner.commitTransaction();
   } catch (error) {
-    throw new LockStoreError('commit the fenced transaction', codeOf(error), true, error);
+    throw commitFailureOf(error);
   }
 }
 

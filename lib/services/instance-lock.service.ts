@@ -115,6 +115,8 @@ export class InstanceLock {
   async ensure(): Promise<void> {
     if (this.fenced) throw this.fenced;
     if (this.closed) return;
+    // A claim that holds across servers by its lease alone (a Galera cluster) is renewed first: it may find a twin.
+    if (this.held) await this.session?.keep?.();
     if (this.held) return this.verifyWritable();
     this.reclaiming ??= this.reclaim().finally(() => (this.reclaiming = undefined));
     return this.reclaiming;

@@ -1,6 +1,6 @@
-import { LockConfigurationError, LockStoreError } from '../errors/index.js';
+import { LockConfigurationError } from '../errors/index.js';
 import type { LockTransactionIsolation, LockTransactionRunner } from '../interfaces/index.js';
-import { runnerOutcomeOf } from '../fence/fenced-outcome.util.js';
+import { commitFailureReason, runnerOutcomeOf } from '../fence/fenced-outcome.util.js';
 import { releaseAll, releasedStamps, runInside } from './fenced-transaction.runner.js';
 import type { LockedCall, LockHolder, LockScope } from './lock-scope.js';
 import { FencedTransaction } from './lock-transaction.storage.js';
@@ -48,9 +48,7 @@ export async function runFencedInLayer(
   } catch (error) {
     const failure = runnerOutcomeOf(error, transaction !== undefined, fenced);
     if (stamps) {
-      const reason =
-        failure instanceof LockStoreError ? `${failure.message}; the commit may or may not have been applied` : String(failure);
-      holder.commitEnded(stamps, { committed: false, failure: reason });
+      holder.commitEnded(stamps, { committed: false, failure: commitFailureReason(failure) });
     }
     throw failure;
   } finally {

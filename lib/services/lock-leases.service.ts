@@ -332,6 +332,12 @@ export class LockLeases {
     return !!entry && entry.endedAt === null && (entry.status === 'ACQUIRED' || entry.status === 'BUSINESS_DONE');
   }
 
+  /** Whether the log of `stamp` says its grant ended (or has no row); false too when it cannot be read in time. */
+  async isEndedInDatabase(stamp: number): Promise<boolean> {
+    const entry = await this.logEntryWithin(stamp);
+    return entry !== null && (entry === undefined || entry.endedAt !== null || !(entry.status === 'ACQUIRED' || entry.status === 'BUSINESS_DONE'));
+  }
+
   /** The log row of `stamp` (undefined: none); null when it cannot be read within `GONE_REASON_WAIT_MS`. */
   private async logEntryWithin(stamp: number): Promise<LockLogEntry | undefined | null> {
     let timer: NodeJS.Timeout | undefined;

@@ -147,6 +147,7 @@ const MYSQL_OBJECTS = [
   ...LOCK_TABLE_NAMES,
   'locking_names',
   'locking_doorbells',
+  'locking_doorbell_rings',
   'locking_try_acquire',
   'locking_try_acquire_one',
   'locking_try_acquire_batch',

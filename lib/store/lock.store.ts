@@ -33,6 +33,12 @@ export interface InstanceSession {
   readonly pid: number;
   /** Closes the connection (which frees the instance lock). */
   close(): void;
+  /**
+   * Where the instance lock alone does not hold across the database's servers (a Galera cluster: `GET_LOCK` is the
+   * node's own), renews the claim's lease (on every renewal tick); `alive` is false afterwards when another instance
+   * has taken the claim. Absent elsewhere.
+   */
+  keep?(): Promise<void>;
 }
 
 /** The listening session of this process (LISTEN on the lock channel). @internal */

@@ -136,13 +136,29 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     const admin = LockAdminService.create(dataSource, { actor: 'ops' });
     expect(await admin.getSchemaStatus()).toEqual({ applied: [], pending: NAMES, tablesPresent: false });
     expect((await dataSource.runMigrations()).map((migration) => migration.name)).toEqual(NAMES);
-    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
+    expect((await tablesOf(db)).sort()).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders', 'locking_doorbell_rings'].sort());
     expect(await admin.getSchemaStatus()).toEqual({ applied: NAMES, pending: [], tablesPresent: true });
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
     const releaseBody = async () =>
       String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
         WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_release'`))[0]?.body);
     const doorbellRelease = await releaseBody();
+    // The certified writes: a grant counts itself in its names' rows; the app id's claim has a lease.
+    const countedColumns = async () =>
+      (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
+        AND ((TABLE_NAME = 'locking_names' AND COLUMN_NAME = 'grants')
+          OR (TABLE_NAME = 'locking_instances' AND COLUMN_NAME IN ('lease_holder', 'lease_node', 'lease_until')))`)).length;
+    const countsGrants = async () =>
+      String((await db.query<{ body: string }>(`SELECT ROUTINE_DEFINITION AS body FROM information_schema.ROUTINES
+        WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME = 'locking_try_acquire_one'`))[0]?.body).includes('grants + 1');
+    expect(await countedColumns()).toBe(4);
+    expect(await countsGrants()).toBe(true);
+    await dataSource.undoLastMigration(); // the certified writes: the third version is back, the columns and rings go
+    expect(await countedColumns()).toBe(0);
+    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
+    expect(await countsGrants()).toBe(false);
+    expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
+    expect(await writersQueue(db)).toBe(true);
     const latestSchema = await schemaOf(db);
     await dataSource.undoLastMigration(); // the group check's probes: nothing on MySQL and MariaDB
     expect(await proceduresOf()).toEqual(LATEST_PROCEDURES);
@@ -181,7 +197,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
     await app.close();
     await dataSource.runMigrations();
     expect(await writersQueue(db)).toBe(true);
-    expect(await tablesOf(db)).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders'].sort());
+    expect((await tablesOf(db)).sort()).toEqual([...TABLES, ...JOB_TABLES, ...CONTROL_TABLES, 'locking_leaders', 'locking_doorbell_rings'].sort());
     const full = await schemaOf(db);
 
     // Rows of every kind: a permits row, released and forced grants, and a grant left by an instance that stopped.
@@ -197,6 +213,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       (await db.query(`SELECT 1 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()
         AND TABLE_NAME = 'locking_job_run' AND COLUMN_NAME = 'claimable_until'`)).length;
     expect(await claimsColumn()).toBe(1);
+    await dataSource.undoLastMigration(); // the certified writes (see above)
     await dataSource.undoLastMigration(); // the group check's probes (see above)
     await dataSource.undoLastMigration(); // the quiet release (see above)
     await dataSource.undoLastMigration(); // the leader terms (see above)
@@ -237,7 +254,7 @@ describeOnMysql('shipped migrations on MySQL/MariaDB', () => {
       { status: 'FORCED', ended_by: 'ops', end_reason: 'stuck' },
     ]);
 
-    for (let undone = 11; undone < NAMES.length; undone++) {
+    for (let undone = 12; undone < NAMES.length; undone++) {
       await dataSource.undoLastMigration();
       expect(await schemaOf(db)).toEqual(schema);
       expect(await rowsOf(db)).toEqual(rows);

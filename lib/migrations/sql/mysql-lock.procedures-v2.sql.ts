@@ -90,6 +90,17 @@ const BY_NAME_VARIABLES = `DECLARE v_i INT DEFAULT 0;
 const insertLocks = (names: string, modes: string): string => `INSERT INTO locking (lock_name, mode, app_id, stamp, created)
       SELECT g.name, ${modeAt(modes, 'g.ord')}, p_app_id, v_stamp, UTC_TIMESTAMP(6) FROM ${groupNames(names)} g`;
 
+/**
+ * What a grant writes into its names' existing rows in `locking_names` (`ON DUPLICATE KEY UPDATE …`): the second and
+ * third versions write the name back unchanged, which locks the row on one server; a later version counts the grant
+ * (`mysql-lock.procedures-v4.sql.ts`), so that Galera certifies it.
+ * @internal
+ */
+export type NameRowWrite = string;
+
+/** The unchanged write of the second and third versions. */
+const NAME_UNCHANGED: NameRowWrite = 'lock_name = locking_names.lock_name';
+
 /** Parameters of both acquisition procedures after the names and modes. */
 const TAIL_PARAMETERS = `IN p_lease_ms BIGINT,
     IN p_waiter VARCHAR(64) CHARACTER SET utf8mb4,
@@ -117,7 +128,7 @@ const DELETE_WAITER = deleteWaiter('p_waiter');
  * The names come sorted (the caller's canonical order): their rows in `locking_names` are locked in that order, as
  * every grant locks them, so two grants queue instead of deadlocking.
  */
-const createTryAcquire = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire(
+const createTryAcquire = (order: OrderCheck, write: NameRowWrite): string => `CREATE PROCEDURE locking_try_acquire(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_names LONGTEXT CHARACTER SET utf8mb4,
@@ -135,7 +146,7 @@ BEGIN
   IF v_busy = 0 THEN
     INSERT INTO locking_names (lock_name)
       SELECT g.name FROM ${GROUP_NAMES} g ORDER BY g.ord
-      ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
+      ON DUPLICATE KEY UPDATE ${write};
     -- Again under the names' row locks: every grant of these names committed so far is counted.
     ${groupBusyByName(order, 'p_names', 'p_modes', 'p_waiter')};
   END IF;
@@ -158,7 +169,7 @@ const MODE = 'p_mode COLLATE utf8mb4_bin';
  * does: the name's row locked, `nameBusy` under that lock, the log row and the lock row, one commit. No check before
  * the lock (unlike the group procedure): for the uncontended call it would be a second read for nothing.
  */
-const createTryAcquireOne = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire_one(
+const createTryAcquireOne = (order: OrderCheck, write: NameRowWrite): string => `CREATE PROCEDURE locking_try_acquire_one(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_name VARCHAR(200) CHARACTER SET utf8mb4,
@@ -173,7 +184,7 @@ BEGIN
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
   START TRANSACTION;
   INSERT INTO locking_names (lock_name) VALUES (${NAME})
-    ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
+    ON DUPLICATE KEY UPDATE ${write};
   ${nameBusy(order, NAME, MODE, 'p_waiter')};
   IF v_busy = 0 THEN
     ${INSERT_LOG(`JSON_ARRAY(${NAME})`, `JSON_ARRAY(${MODE})`)};
@@ -200,7 +211,7 @@ const GROUP_AT = `SET v_names = JSON_EXTRACT(p_groups, CONCAT('$[', v_g, '][0]')
  * code point order (`utf8mb4_bin`, the order in which every grant locks its names), and pass 2 checks each of those
  * groups again under the locks and grants it.
  */
-const createTryAcquireBatch = (order: OrderCheck): string => `CREATE PROCEDURE locking_try_acquire_batch(
+const createTryAcquireBatch = (order: OrderCheck, write: NameRowWrite): string => `CREATE PROCEDURE locking_try_acquire_batch(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_groups LONGTEXT CHARACTER SET utf8mb4,
@@ -239,7 +250,7 @@ BEGIN
             name VARCHAR(200) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$'))) n
        WHERE SUBSTRING(v_open, n.gi, 1) = '1'
        ORDER BY n.name
-      ON DUPLICATE KEY UPDATE lock_name = locking_names.lock_name;
+      ON DUPLICATE KEY UPDATE ${write};
   END IF;
   -- Pass 2, under the names' row locks, in order: each open group checked again (it sees the grants before it).
   SET v_g = 0;
@@ -262,13 +273,13 @@ BEGIN
 END`;
 
 /**
- * The three acquisition procedures of the second version's text, deciding the order among waiters with `order`
- * (`CREATE` statements: the procedures must not exist). @internal
+ * The three acquisition procedures of the second version's text, deciding the order among waiters with `order` and
+ * writing `write` into their names' existing rows (`CREATE` statements: the procedures must not exist). @internal
  */
-export const acquisitionProcedures = (order: OrderCheck): readonly string[] => [
-  createTryAcquire(order),
-  createTryAcquireOne(order),
-  createTryAcquireBatch(order),
+export const acquisitionProcedures = (order: OrderCheck, write: NameRowWrite = NAME_UNCHANGED): readonly string[] => [
+  createTryAcquire(order, write),
+  createTryAcquireOne(order, write),
+  createTryAcquireBatch(order, write),
 ];
 
 /** Installs the second version (run by the migration's `up` on MySQL and MariaDB). */

@@ -16,7 +16,7 @@ import { acquisitionProcedures, CREATE_MYSQL_LOCK_PROCEDURES_V2, type OrderCheck
  * stalls a caller that holds what it waits for). A request with no waiter for its name pays one indexed probe (the
  * primary key's `lock_name` prefix); the other names are looked at only when such a waiter is found.
  */
-const WAITERS_IN_ORDER: OrderCheck = (name, mode, waiter) => `IF v_busy = 0 THEN
+export const WAITERS_IN_ORDER: OrderCheck = (name, mode, waiter) => `IF v_busy = 0 THEN
         SELECT EXISTS (SELECT 1 FROM locking_waiters w
                         WHERE w.lock_name = ${name} AND (${mode} = 'W' OR w.mode = 'W')
                           AND w.expires > UTC_TIMESTAMP(6) AND w.seq < ${waiterSeq(waiter)}
@@ -26,7 +26,7 @@ const WAITERS_IN_ORDER: OrderCheck = (name, mode, waiter) => `IF v_busy = 0 THEN
       END IF`;
 
 /** The three acquisition procedures, dropped (MySQL has no `CREATE OR REPLACE PROCEDURE`). */
-const DROP_ACQUISITION_PROCEDURES: readonly string[] = [
+export const DROP_ACQUISITION_PROCEDURES: readonly string[] = [
   'DROP PROCEDURE IF EXISTS locking_try_acquire',
   'DROP PROCEDURE IF EXISTS locking_try_acquire_one',
   'DROP PROCEDURE IF EXISTS locking_try_acquire_batch',

@@ -41,3 +41,32 @@ export const selectRingable = (count: number): string =>
 
 /** Interrupts the statement of thread `id` (a number read from the server; KILL takes no placeholder). */
 export const killQuery = (id: number): string => `KILL QUERY ${Math.trunc(id)}`;
+
+
+/** ? app id: the doorbell's rings row (Galera), made if missing. */
+export const ADD_RINGS_ROW = `INSERT IGNORE INTO locking_doorbell_rings (app_id, rings) VALUES (?, 0)`;
+
+/** Opens the transaction that holds the rings row's lock while the doorbell sleeps (Galera). */
+export const BEGIN_ARMED = 'START TRANSACTION';
+
+/**
+ * ? app id: locks the doorbell's rings row until a ring from another node writes it (the cluster then aborts this
+ * transaction, and the sleep under way with it); its count of rings. Skipped when another session holds it (a doorbell
+ * of this app given up, whose sleep the server has not ended yet): the doorbell sleeps unarmed and tries again.
+ */
+export const ARM_RINGS_ROW = `SELECT rings FROM locking_doorbell_rings WHERE app_id = ? FOR UPDATE SKIP LOCKED`;
+
+/**
+ * Connection ids `?…` (a release's doorbells that no thread of this node runs) → the app ids of their rings rows that
+ * no session of this node holds (the others are this node's doorbells, rung by `KILL QUERY`), locked until the ring
+ * commits. Connection ids are the node's own, so an id may name a doorbell of another node that the release did not
+ * mean: that one wakes for nothing (one more attempt of its waiters).
+ */
+export const selectRemoteRings = (count: number): string =>
+  `SELECT app_id FROM locking_doorbell_rings
+    WHERE app_id IN (SELECT app_id FROM locking_doorbells WHERE connection_id IN (${Array.from({ length: count }, () => '?').join(', ')}))
+    FOR UPDATE SKIP LOCKED`;
+
+/** App ids `?…`: rings their doorbells on other nodes (a write the cluster replicates; see `ARM_RINGS_ROW`). */
+export const ringRows = (count: number): string =>
+  `UPDATE locking_doorbell_rings SET rings = rings + 1 WHERE app_id IN (${Array.from({ length: count }, () => '?').join(', ')})`;

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import type { Connection } from 'mysql2';
 import { mysqlCodeOf } from './mysql-error.util.js';
-import { DELETE_DOORBELL, doorbellSleep, SELECT_CONNECTION_ID, UPSERT_DOORBELL } from './mysql-doorbell.queries.sql.js';
+import {
+  ADD_RINGS_ROW,
+  ARM_RINGS_ROW,
+  BEGIN_ARMED,
+  DELETE_DOORBELL,
+  doorbellSleep,
+  SELECT_CONNECTION_ID,
+  UPSERT_DOORBELL,
+} from './mysql-doorbell.queries.sql.js';
+import { SHOW_WSREP_ON } from './mysql-lock.queries.sql.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 
 /**
@@ -45,7 +54,7 @@ function destroyNow(connection: Connection): void {
  * The rows of one statement on `connection`, bounded by `timeoutMs` on the client (the connection is then destroyed).
  * Bounded here rather than by the driver's `timeout`, whose timer outlives a connection destroyed under it.
  */
-function query<R>(connection: Connection, sql: string, timeoutMs: number): Promise<R[]> {
+function query<R>(connection: Connection, sql: string, timeoutMs: number, values: readonly unknown[] = []): Promise<R[]> {
   return new Promise<R[]>((resolve, reject) => {
     const socket = socketOf(connection);
     const settle = () => {
@@ -62,7 +71,7 @@ function query<R>(connection: Connection, sql: string, timeoutMs: number): Promi
       reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT', fatal: true }));
     }, timeoutMs);
     socket?.once('close', closed);
-    connection.query({ sql }, (error: unknown, rows: unknown) => {
+    connection.query({ sql, values: [...values] }, (error: unknown, rows: unknown) => {
       settle();
       if (error) reject(error);
       else resolve(rows as R[]);
@@ -76,7 +85,9 @@ function query<R>(connection: Connection, sql: string, timeoutMs: number): Promi
  * A release by another instance of names these waiters wait for interrupts the sleep (`KILL QUERY`, see
  * `MysqlDoorbellRinger`): `rung` is called, and the doorbell sleeps again. A doorbell that fails (the connection
  * killed, the server gone) is dropped, and `open` may be called again after `doorbellTiming.retryMs`; meanwhile the
- * listener's poll covers. On a database without the table (migration not run) there is no doorbell.
+ * listener's poll covers. On a database without the table (migration not run) there is no doorbell. On a node of a
+ * Galera cluster the sleep also holds the lock of the doorbell's rings row, so that a release on another node rings
+ * it by writing that row (see `sleep`).
  * @internal
  */
 export class MysqlDoorbell {
@@ -127,6 +138,9 @@ export class MysqlDoorbell {
       const tag = randomBytes(12).toString('hex');
       const [row] = await query<{ id: number | string }>(connection, SELECT_CONNECTION_ID, this.queryTimeoutMs);
       const id = Number(row?.id);
+      const [wsrep] = await query<{ Value?: string }>(connection, SHOW_WSREP_ON, this.queryTimeoutMs);
+      const galera = String(wsrep?.Value).toUpperCase() === 'ON';
+      if (galera) await query(connection, this.runner.sql(ADD_RINGS_ROW), this.queryTimeoutMs, [this.appId]);
       // Beside the pool's statements, never counted as a failed lock operation (an older database has no table).
       await this.runner.onConnection((tx) => tx.write(UPSERT_DOORBELL, [this.appId, id, tag, id, tag]));
       if (!this.wanted) {
@@ -136,7 +150,7 @@ export class MysqlDoorbell {
       }
       this.connection = connection;
       this.connectionId = id;
-      void this.sleep(connection, tag);
+      void this.sleep(connection, tag, galera);
     } catch (error) {
       if (connection) destroyNow(connection);
       const missing = mysqlCodeOf(error) === 'ER_NO_SUCH_TABLE';
@@ -144,22 +158,42 @@ export class MysqlDoorbell {
     }
   }
 
-  /** Sleeps, again and again, until the doorbell is closed or its connection fails. */
-  private async sleep(connection: Connection, tag: string): Promise<void> {
+  /**
+   * Sleeps, again and again, until the doorbell is closed or its connection fails. On a node of a Galera cluster
+   * (`galera`) each sleep runs armed when it can: inside a transaction that holds the doorbell's rings row
+   * (`ARM_RINGS_ROW`), which a release on another node writes; the cluster then aborts that transaction (1213) and the
+   * sleep with it. A ring that came while the doorbell was not armed shows in the row's count when it is armed again.
+   */
+  private async sleep(connection: Connection, tag: string, galera: boolean): Promise<void> {
     const seconds = doorbellTiming.sleepSeconds;
     const sql = doorbellSleep(tag, seconds);
+    let armed = false;
+    let rings: number | undefined;
     while (this.connection === connection) {
       let rung: boolean;
       try {
+        if (galera && !armed) {
+          await query(connection, BEGIN_ARMED, this.queryTimeoutMs);
+          const [row] = await query<{ rings: number | string }>(connection, this.runner.sql(ARM_RINGS_ROW), this.queryTimeoutMs, [this.appId]);
+          armed = row !== undefined;
+          if (armed && rings !== undefined && Number(row?.rings) !== rings && this.connection === connection) this.rung();
+          if (armed) rings = Number(row?.rings);
+        }
         const [row] = await query<{ rung: number | string }>(connection, sql, seconds * 1000 + this.queryTimeoutMs);
         rung = Number(row?.rung) === 1;
       } catch (error) {
-        // 1317: the sleep was interrupted with an error rather than with 1 (either answer means a ring).
-        if (mysqlCodeOf(error) !== 'ER_QUERY_INTERRUPTED') {
+        const code = mysqlCodeOf(error);
+        // 1213 while armed: a release on another node wrote the rings row, and the cluster aborted this transaction.
+        if (armed && code === 'ER_LOCK_DEADLOCK') {
+          armed = false;
+          rings = undefined;
+          rung = true;
+        } else if (code === 'ER_QUERY_INTERRUPTED') {
+          rung = true; // 1317: the sleep was interrupted with an error rather than with 1 (either answer means a ring)
+        } else {
           if (this.connection === connection) this.drop(doorbellTiming.retryMs);
           return;
         }
-        rung = true;
       }
       if (rung && this.connection === connection) this.rung();
     }

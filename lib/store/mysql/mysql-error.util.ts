@@ -8,13 +8,23 @@ interface MysqlDriverError {
 }
 
 /**
- * Server errors after which InnoDB has rolled the transaction back (a deadlock) or the statement could not take a
- * row lock in time: the library rolls back and runs the whole transaction again.
+ * Server errors after which the transaction was rolled back, or never ran: the library rolls back and runs the whole
+ * transaction again (and a wait or the start-up goes on through them within its budget).
+ * - A deadlock, or a row lock not had in time (InnoDB). On a Galera cluster 1213 is also a certification failure: a
+ *   transaction of another node wrote the same rows first, and this one was rolled back, at any statement or at its
+ *   COMMIT (whose outcome is then known: nothing was written anywhere).
+ * - A Galera node that is not ready (1047: joining, desynced, or not in the primary component, e.g. cut off from the
+ *   others) refuses every statement that reads or writes tables, COMMIT included; it passes when the node (or the
+ *   node a proxy moves to) is back in the cluster.
  */
 const TRANSIENT_ERRNOS = new Set([
   1213, // ER_LOCK_DEADLOCK
   1205, // ER_LOCK_WAIT_TIMEOUT
+  1047, // ER_UNKNOWN_COM_ERROR: "WSREP has not yet prepared node for application use"
 ]);
+
+/** Errors at a COMMIT that leave nothing committed (see `TRANSIENT_ERRNOS`). */
+const ROLLED_BACK_AT_COMMIT_ERRNOS = new Set([1213, 1047]);
 
 /** No such table: the migrations have not run. */
 const MISSING_TABLE_ERRNO = 1146;
@@ -25,11 +35,16 @@ const MISSING_PROCEDURE_ERRNO = 1305;
 /** No such column (ER_BAD_FIELD_ERROR), in a table of an older migration: the migration that adds it has not run. */
 const MISSING_COLUMN_ERRNO = 1054;
 
-/** Server errors that end the session: shutdown, a killed connection. */
+/**
+ * Server errors that end the session (shutdown, a killed connection), or leave what was sent as uncertain as a lost
+ * connection does: a Galera node that leaves the primary component while it replicates a COMMIT answers 1180, and the
+ * transaction may still have been certified by the others (the node learns it when it rejoins).
+ */
 const CONNECTION_ERRNOS = new Set([
   1053, // ER_SERVER_SHUTDOWN
   1927, // ER_CONNECTION_KILLED (MariaDB)
   4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
+  1180, // ER_ERROR_DURING_COMMIT: a Galera replication cut short
 ]);
 
 /** The server refuses to write: `read_only` (or `super_read_only`) is set, or the transaction is read-only. */
@@ -54,9 +69,24 @@ export function isMissingMysqlProcedure(error: unknown): boolean {
   return errnoOf(error instanceof LockError ? error.cause : error) === MISSING_PROCEDURE_ERRNO;
 }
 
+/** True for a statement that names a column an older migration's table does not have (the newer migration has not run). @internal */
+export function isMissingMysqlColumn(error: unknown): boolean {
+  return errnoOf(error instanceof LockError ? error.cause : error) === MISSING_COLUMN_ERRNO;
+}
+
 function errnoOf(error: unknown): number | undefined {
   const { errno } = driverError(error);
   return typeof errno === 'number' ? errno : undefined;
+}
+
+/**
+ * True for an error of a COMMIT after which nothing was committed: a Galera certification failure (the transaction
+ * conflicted with one certified before it), or a node not in the primary component (refused before anything ran).
+ * @internal
+ */
+export function isRolledBackAtMysqlCommit(error: unknown): boolean {
+  const errno = errnoOf(error);
+  return errno !== undefined && ROLLED_BACK_AT_COMMIT_ERRNOS.has(errno);
 }
 
 /** True when the server rolled back and the transaction may simply be run again. @internal */

@@ -8,11 +8,11 @@
 /** Milliseconds since the epoch of a UTC `DATETIME` expression. */
 const MS_OF = (expression: string): string => `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${expression}) / 1000`;
 
-/** ? job: locks the job's row (the claims of the job wait for the control), its schedule, and the clock (epoch ms). */
-export const LOCK_JOB_CLOCK = `SELECT schedule, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms FROM locking_job WHERE job = ? FOR UPDATE`;
+/** ? job: the job's schedule and the clock (epoch ms), read after `TAKE_JOB` wrote (and so locked) its row. */
+export const SELECT_JOB_CLOCK = `SELECT schedule, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms FROM locking_job WHERE job = ?`;
 
-/** ? job: whether the job is paused, locking the pause's row when it is. */
-export const LOCK_PAUSE = `SELECT job FROM locking_job_pause WHERE job = ? FOR UPDATE`;
+/** ? job: whether the job is paused (read after `TAKE_JOB`: pauses and resumes of the job are serialised by its row). */
+export const SELECT_PAUSED = `SELECT job FROM locking_job_pause WHERE job = ?`;
 
 /** ? job, ? actor, ? reason: pauses the job. */
 export const INSERT_PAUSE = `INSERT INTO locking_job_pause (job, actor, reason, paused_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))`;

@@ -11,18 +11,24 @@ const MS_OF = (expression: string): string => `TIMESTAMPDIFF(MICROSECOND, '1970-
 export const SELECT_SLOT = `SELECT FLOOR(${MS_OF('UTC_TIMESTAMP(6)')} / ?) * ? AS slot_ms,
   ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms`;
 
-/**
- * ? job: locks the job's row until the claim commits, so that the claims of one job are serialised (the statements
- * after it, at READ COMMITTED, see every claim committed before). A locking read: no row written.
- */
-export const LOCK_JOB = `SELECT job FROM locking_job WHERE job = ? FOR UPDATE`;
+/** A new value of `locking_job.updated` that always differs from the old one: the database clock, or 1 µs past it. */
+const TOUCHED = 'GREATEST(UTC_TIMESTAMP(6), updated + INTERVAL 1 MICROSECOND)';
 
 /**
- * ? job: makes and locks the job's row when `LOCK_JOB` found none (the job's registration failed), with an empty
- * schedule that the end of the run fills in.
+ * ? job: writes the job's row (its `updated` time), which locks it until the claim or the control commits, so that the
+ * claims and controls of one job are serialised (the statements after it, at READ COMMITTED, see every claim and pause
+ * committed before). A write rather than a locking read: on a Galera cluster row locks hold on one node only, and
+ * only what a transaction writes is certified, so two claims (or a claim and a pause) on two nodes conflict there and
+ * the one certified second is run again. No row changed: the job has no row.
+ */
+export const TAKE_JOB = `UPDATE locking_job SET updated = ${TOUCHED} WHERE job = ?`;
+
+/**
+ * ? job: makes and locks the job's row when `TAKE_JOB` found none (the job's registration failed), with an empty
+ * schedule that the end of the run fills in; written like `TAKE_JOB` when another transaction made it meanwhile.
  */
 export const ADD_JOB = `INSERT INTO locking_job (job, schedule, updated) VALUES (?, '', UTC_TIMESTAMP(6))
-ON DUPLICATE KEY UPDATE job = job`;
+ON DUPLICATE KEY UPDATE updated = ${TOUCHED}`;
 
 /**
  * ? job, ? stamp, ? job, ? tick: the tick the stamp already claimed (epoch ms, or null: a claim whose answer was lost

@@ -37,7 +37,7 @@ export class MysqlJobRunStore extends JobRunStore {
   claim(job: string, source: TickSource, appId: string, stamp: number | null): Promise<TickClaim> {
     // `grants`: a claim whose COMMIT was sent and whose answer was lost is `outcomeUnknown` (then made again).
     return claimResolvingLoss(stamp, () => this.runner.transaction('claimJobTick', true, async (tx) => {
-      if (stamp !== null && (await tx.select<unknown>(SQL.LOCK_JOB, [job])).length === 0) await tx.write(SQL.ADD_JOB, [job]);
+      if (stamp !== null && (await tx.write(SQL.TAKE_JOB, [job])).affectedRows === 0) await tx.write(SQL.ADD_JOB, [job]);
       let tick: number;
       if ('at' in source) {
         tick = source.at;
@@ -143,10 +143,11 @@ export class MysqlJobRunStore extends JobRunStore {
   /** One transaction: the job's row locked (the claims of the job wait), the pause checked, changed, and the action. */
   pauseJob(job: string, actor: string, reason: string): Promise<ControlResult> {
     return this.runner.transaction('pauseJob', false, async (tx) => {
-      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
+      await tx.write(SQL.TAKE_JOB, [job]);
+      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.SELECT_JOB_CLOCK, [job]);
       if (row === undefined) return { found: false, changed: false, at: 0 };
       const at = Number(row.now_ms);
-      if ((await tx.select<unknown>(CONTROL.LOCK_PAUSE, [job])).length > 0) return { found: true, changed: false, at };
+      if ((await tx.select<unknown>(CONTROL.SELECT_PAUSED, [job])).length > 0) return { found: true, changed: false, at };
       await tx.write(CONTROL.INSERT_PAUSE, [job, actor, reason]);
       await tx.write(CONTROL.INSERT_ACTION, [job, 'pause', actor, reason]);
       return { found: true, changed: true, at };
@@ -156,8 +157,9 @@ export class MysqlJobRunStore extends JobRunStore {
   /** One transaction, as `pauseJob`; a paused job whose row was retired is still found (its pause). */
   resumeJob(job: string, actor: string, reason: string): Promise<ControlResult> {
     return this.runner.transaction('resumeJob', false, async (tx) => {
-      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
-      const paused = (await tx.select<unknown>(CONTROL.LOCK_PAUSE, [job])).length > 0;
+      await tx.write(SQL.TAKE_JOB, [job]);
+      const [row] = await tx.select<{ now_ms: string | number }>(CONTROL.SELECT_JOB_CLOCK, [job]);
+      const paused = (await tx.select<unknown>(CONTROL.SELECT_PAUSED, [job])).length > 0;
       const at = row === undefined ? 0 : Number(row.now_ms);
       if (!paused) return { found: row !== undefined, changed: false, at };
       await tx.write(CONTROL.DELETE_PAUSE, [job]);
@@ -168,7 +170,8 @@ export class MysqlJobRunStore extends JobRunStore {
 
   requestRun(job: string, actor: string, reason: string): Promise<ControlResult> {
     return this.runner.transaction('requestJobRun', false, async (tx) => {
-      const [row] = await tx.select<{ schedule: string; now_ms: string | number }>(CONTROL.LOCK_JOB_CLOCK, [job]);
+      await tx.write(SQL.TAKE_JOB, [job]);
+      const [row] = await tx.select<{ schedule: string; now_ms: string | number }>(CONTROL.SELECT_JOB_CLOCK, [job]);
       if (row === undefined) return { found: false, changed: false, at: 0 };
       const tick = await requestAtFreeTick(Number(row.now_ms), row.schedule, async (at) => {
         const { affectedRows } = await tx.write(CONTROL.INSERT_REQUEST, [job, datetimeOf(at), actor, reason]);
@@ -188,7 +191,7 @@ export class MysqlJobRunStore extends JobRunStore {
   /** One transaction: the job's row locked (as a claim of a tick), then the own run, the busy check and the claim. */
   claimRequest(job: string, tick: number, appId: string, stamp: number): Promise<TickClaim> {
     return claimResolvingLoss(stamp, () => this.runner.transaction('claimJobRequest', true, async (tx) => {
-      if ((await tx.select<unknown>(SQL.LOCK_JOB, [job])).length === 0) await tx.write(SQL.ADD_JOB, [job]);
+      if ((await tx.write(SQL.TAKE_JOB, [job])).affectedRows === 0) await tx.write(SQL.ADD_JOB, [job]);
       const [own] = await tx.select<{ own_ms: string | number }>(CONTROL.SELECT_OWN, [job, stamp]);
       const [running] = await tx.select<{ busy: string | number; now_ms: string | number }>(CONTROL.SELECT_RUNNING, [job]);
       const dbNow = Number(running!.now_ms);

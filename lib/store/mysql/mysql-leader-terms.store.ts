@@ -11,7 +11,8 @@ export class MysqlLeaderTermStore extends LeaderTermStore {
 
   elect(role: string, stamp: number, appId: string, instance: string): Promise<LeaderElection | undefined> {
     return this.runner.transaction('electLeader', false, async (tx) => {
-      if ((await tx.select<unknown>(SQL.SELECT_LIVE_GRANT, [stamp, appId, leaderLockName(role), stamp])).length === 0) return undefined;
+      const { affectedRows } = await tx.write(SQL.TAKE_LIVE_GRANT, [stamp, appId, leaderLockName(role), stamp]);
+      if (affectedRows === 0) return undefined;
       await tx.write(SQL.UPSERT_TERM, [role, stamp, appId, instance]);
       const [row] = await tx.select<{ term: string | number; stamp: string | number; elected_ms: string | number }>(
         SQL.SELECT_TERM,

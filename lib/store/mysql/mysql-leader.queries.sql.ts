@@ -3,15 +3,18 @@ import { isoOf, LIVE, NOW } from './mysql-lock.queries.sql.js';
 
 /**
  * The statements of leader election on MySQL and MariaDB (`locking_leaders`), parameterised (`?`). An election is
- * one transaction: `SELECT_LIVE_GRANT`, `UPSERT_TERM`, `SELECT_TERM`.
+ * one transaction: `TAKE_LIVE_GRANT`, `UPSERT_TERM`, `SELECT_TERM`.
  * @internal
  */
 
 /**
- * ? stamp, ? app id, ? the role's lock name, ? stamp: a row when the grant is live (ACQUIRED or BUSINESS_DONE, its lease
- * not over) and no other grant holds the role's lock (a permits row giving it more than one writer).
+ * ? stamp, ? app id, ? the role's lock name, ? stamp: writes the grant's log row (one row changed) when the grant is
+ * live (ACQUIRED or BUSINESS_DONE, its lease not over) and no other grant holds the role's lock (a permits row giving
+ * it more than one writer). A write, not a read: the reaper and a forced release end the grant by writing that row, so
+ * on a Galera cluster (where only written rows are certified, and row locks hold on one node) an election and the end
+ * of its grant on another node conflict, and the one certified second is run again.
  */
-export const SELECT_LIVE_GRANT = `SELECT 1 AS live FROM locking_log
+export const TAKE_LIVE_GRANT = `UPDATE locking_log SET version = version + 1
   WHERE stamp = ? AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}
     AND NOT EXISTS (SELECT 1 FROM locking k WHERE k.lock_name = ? AND k.stamp <> ?)`;
 

@@ -39,11 +39,14 @@ function requestRows(count: number): string {
  * Locks the rows of names `?…` (sorted, distinct), creating those that do not exist: the per-name mutex of a grant,
  * held until its transaction ends. An INSERT … ON DUPLICATE KEY UPDATE takes an exclusive lock on an existing row and
  * on a new one alike, in the order of its values: two grants that share names lock them in the same order, so they
- * queue instead of deadlocking.
+ * queue instead of deadlocking. `counted`: the grant is counted in the row (`grants`, migration
+ * `MysqlCertifiedWrites1797200000000`), a write that a Galera cluster certifies (a row written back unchanged is not
+ * written at all, and row locks hold on one node only); without it, for a database before that migration, the name
+ * is written back unchanged.
  */
-export const lockNames = (count: number): string =>
+export const lockNames = (count: number, counted: boolean): string =>
   `INSERT INTO locking_names (lock_name) VALUES ${Array.from({ length: count }, () => '(?)').join(', ')}
-   ON DUPLICATE KEY UPDATE lock_name = lock_name`;
+   ON DUPLICATE KEY UPDATE ${counted ? 'grants = grants + 1' : 'lock_name = lock_name'}`;
 
 /**
  * ? waiter (null when not waiting), then `count` requests, each as (name, mode) → for each, the rows held in its mode
@@ -258,6 +261,9 @@ export const KEEP_SESSION_OPEN = `SET SESSION wait_timeout = 31536000`;
 
 /** Why the server may not write (`read_only`, set on replicas and demoted primaries), null when it may. */
 const SELECT_READ_ONLY_REASON = `IF(@@global.read_only, 'read_only = ON', NULL)`;
+
+/** Whether the server is a node of a Galera cluster: a row `wsrep_on` = `ON` (no row on MySQL without it). */
+export const SHOW_WSREP_ON = `SHOW VARIABLES LIKE 'wsrep_on'`;
 
 /** Whether the server may not write, and why (null: it may). */
 export const SELECT_READ_ONLY = `SELECT ${SELECT_READ_ONLY_REASON} AS read_only`;

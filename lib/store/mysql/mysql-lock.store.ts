@@ -13,10 +13,11 @@ import {
   type RenewOutcome,
 } from '../lock.store.js';
 import { compareLockNames } from '../../utils/lock-name.util.js';
-import { isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
-import { MysqlAcquisitions } from './mysql-acquisitions.js';
+import { isMissingMysqlColumn, isMissingMysqlProcedure, isMysqlConnectionFailure, toMysqlLockError } from './mysql-error.util.js';
+import { MysqlAcquisitions, PROCEDURES_RECHECK_MS } from './mysql-acquisitions.js';
 import { busyLockOf, type BusyRow } from '../lock-rows.util.js';
 import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
+import * as LEASE from './mysql-app-id-lease.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
 import { MysqlReleases } from './mysql-releases.js';
@@ -24,7 +25,7 @@ import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mys
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 
-export { PROCEDURES_RECHECK_MS } from './mysql-acquisitions.js';
+export { PROCEDURES_RECHECK_MS };
 
 /** A row of `SQL.checkGroup`. */
 interface CheckRow {
@@ -61,6 +62,10 @@ export class MysqlLockStore extends LockStore {
   readonly ringer: MysqlDoorbellRinger;
   /** Releases, and the names of this process's live grants that they free. */
   readonly releases: MysqlReleases;
+  /** Lease holders of this app id on other nodes of a Galera cluster seen alive (see `openMysqlInstanceSession`). */
+  private readonly liveLeaseHolders = new Map<string, number>();
+  /** Until when the statements of a grant write its names' rows back unchanged (`grants` found missing; monotonic ms). */
+  private namesUncountedUntil = 0;
 
   constructor(
     dataSource: DataSource,
@@ -87,13 +92,28 @@ export class MysqlLockStore extends LockStore {
     return stamp;
   }
 
-  /** The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration). */
-  private tryAcquireStatements(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+  /**
+   * The grant of `tryAcquire` sent statement by statement (a database without the procedures' migration, or a
+   * procedure being replaced), counting the grant in its names' rows; on a database before that column's migration
+   * (it is missing: errno 1054), writing them back unchanged, and so for `PROCEDURES_RECHECK_MS`.
+   */
+  private async tryAcquireStatements(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+    const counted = performance.now() >= this.namesUncountedUntil;
+    try {
+      return await this.grantStatements(group, waiter, leaseMs, counted);
+    } catch (error) {
+      if (!counted || !isMissingMysqlColumn(error)) throw error;
+      this.namesUncountedUntil = performance.now() + PROCEDURES_RECHECK_MS;
+      return this.grantStatements(group, waiter, leaseMs, false);
+    }
+  }
+
+  private grantStatements(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number, counted: boolean): Promise<number> {
     const { appId, instance } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
       const names = [...new Set(group.map((r) => r.name))].sort(compareLockNames);
-      await tx.write(SQL.lockNames(names.length), names);
+      await tx.write(SQL.lockNames(names.length, counted), names);
       if (await this.busy(tx, group, waiter)) return 0;
       const modes = group.map((r) => MODE_CODE[r.mode]);
       const { insertId: stamp } = await tx.write(SQL.INSERT_GRANT_LOG, [
@@ -261,7 +281,10 @@ export class MysqlLockStore extends LockStore {
     // instance lock taken on a connection that died went with it.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await openMysqlInstanceSession(await this.runner.connect('claimAppId'), this.runner, this.options.appId);
+        return await openMysqlInstanceSession(await this.runner.connect('claimAppId'), this.runner, {
+          ...this.options,
+          liveHolders: this.liveLeaseHolders,
+        });
       } catch (error) {
         const retry = error instanceof LockStoreError && isMysqlConnectionFailure(error.cause);
         if (!retry || attempt >= this.options.retry.maxAttempts) throw this.telemetry.storeFailed(error);
@@ -328,6 +351,16 @@ export class MysqlLockStore extends LockStore {
       SQL.SELECT_APP_ID_HOLDER,
       [this.options.appId],
     );
-    return row ? `user "${row.user}" from ${row.host}, connection id ${row.pid}` : 'gone by now';
+    if (row) return `user "${row.user}" from ${row.host}, connection id ${row.pid}`;
+    // On a Galera cluster the holder may be on another node: its lease says who.
+    const [lease] = await this.runner
+      .select<{ lease_holder: string | null; instance: string; left_ms: number | string | null }>('claimAppId', LEASE.SELECT_LEASE_HOLDER, [
+        this.options.appId,
+      ])
+      .catch(() => []);
+    if (lease?.lease_holder && Number(lease.left_ms) > 0) {
+      return `instance "${lease.instance}" on another node of the cluster (its lease has ${Math.round(Number(lease.left_ms))} ms left)`;
+    }
+    return 'gone by now';
   }
 }

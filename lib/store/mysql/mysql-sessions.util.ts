@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolConnection } from 'mysql2';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { readOnlyMysqlServer, toMysqlLockError } from './mysql-error.util.js';
-import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, SHOW_WSREP_ON, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import { CLAIM_LEASE, END_LEASE, RENEW_LEASE, SELECT_LEASE_HOLDER } from './mysql-app-id-lease.queries.sql.js';
 import { doorbellTiming, MysqlDoorbell } from './mysql-doorbell.session.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
 
@@ -11,12 +14,36 @@ import type { MysqlStatementRunner } from './mysql-statement.runner.js';
  * @internal
  */
 
-/** Takes the instance lock of `appId` (`GET_LOCK`, held by the session); undefined when a twin holds it. */
+/** What the claim of an app id needs to know. */
+export interface MysqlClaimOptions {
+  readonly appId: string;
+  /** The instance's name (`locking_instances.instance`). */
+  readonly instance: string;
+  /** The lease of the claim on a Galera cluster (ms): `leaseMs`. */
+  readonly leaseMs: number;
+  /** How long a statement on the session may take (ms). */
+  readonly queryTimeoutMs: number;
+  /** Lease holders of other instances seen renewing (holder → when, monotonic ms): a live twin is not waited for twice. */
+  readonly liveHolders: Map<string, number>;
+}
+
+/** How often a claim looks at another holder's lease while it waits for it to run out (ms). */
+const LEASE_WATCH_MS = 200;
+
+/** How much later than its lease said another holder's lease may end before it counts as renewed (ms). */
+const LEASE_SLACK_MS = 100;
+
+/**
+ * Takes the instance lock of the app id (`GET_LOCK`, held by the session); undefined when a twin holds it. On a node
+ * of a Galera cluster, where `GET_LOCK` holds on that node only, it also takes the app id's lease (`CLAIM_LEASE`): a
+ * twin on another node holds a live lease and is found there; the session's `keep` renews the lease.
+ */
 export async function openMysqlInstanceSession(
   connection: PoolConnection,
   runner: MysqlStatementRunner,
-  appId: string,
+  options: MysqlClaimOptions,
 ): Promise<InstanceSession | undefined> {
+  const { appId } = options;
   let alive = true;
   let open = true;
   // Stays attached after the end: a broken connection may still emit 'error' while it is destroyed.
@@ -27,10 +54,13 @@ export async function openMysqlInstanceSession(
     alive = false;
   });
   let pid: number;
+  let lease: string | undefined;
   try {
-    const [claimed] = await runner
-      .transactionOn(connection)
-      .select<{ claimed: number | string | null; pid: number | string; read_only: string | null }>(TRY_CLAIM_APP_ID, [appId]);
+    const session = runner.transactionOn(connection);
+    const [claimed] = await session.select<{ claimed: number | string | null; pid: number | string; read_only: string | null }>(
+      TRY_CLAIM_APP_ID,
+      [appId],
+    );
     if (claimed?.read_only) throw readOnlyMysqlServer(claimed.read_only);
     if (Number(claimed?.claimed) !== 1) {
       connection.destroy();
@@ -39,23 +69,96 @@ export async function openMysqlInstanceSession(
     pid = Number(claimed?.pid);
     // The session idles between the rare statements the hot path lends it: the server's wait_timeout (minutes on many
     // managed servers) must not end it and free the app id under a live instance.
-    await runner.transactionOn(connection).write(KEEP_SESSION_OPEN);
+    await session.write(KEEP_SESSION_OPEN);
+    const [wsrep] = await session.select<{ Value?: string }>(SHOW_WSREP_ON);
+    if (String(wsrep?.Value).toUpperCase() === 'ON') {
+      lease = randomBytes(16).toString('hex');
+      if (!(await claimLease(runner, options, lease))) {
+        connection.destroy();
+        return undefined;
+      }
+    }
   } catch (error) {
     connection.destroy();
     throw toMysqlLockError(error, 'claimAppId', false);
   }
+  const end = () => {
+    alive = false;
+    if (!open) return;
+    open = false;
+    connection.destroy(); // closing the session frees its GET_LOCK
+  };
   return {
     get alive() {
       return alive;
     },
     pid,
     close() {
+      if (lease === undefined || !open) return end();
+      // The lease given up first, on the session itself (the pool may be closing): a successor on another node need
+      // not wait for it to run out. Bounded: a session that does not answer is destroyed anyway.
       alive = false;
-      if (!open) return;
-      open = false;
-      connection.destroy(); // closing the session frees its GET_LOCK
+      const timer = setTimeout(end, options.queryTimeoutMs);
+      connection.query({ sql: runner.sql(END_LEASE), values: [appId, lease] }, () => {
+        clearTimeout(timer);
+        end();
+      });
     },
+    ...(lease === undefined
+      ? {}
+      : {
+          async keep() {
+            const { affectedRows } = await runner.write('claimAppId', RENEW_LEASE, [options.leaseMs, appId, lease]);
+            if (affectedRows === 0) end(); // another instance took the app id: this one holds nothing now
+          },
+        }),
   };
+}
+
+/** A row of `SELECT_LEASE_HOLDER`. */
+interface LeaseRow {
+  lease_holder: string | null;
+  left_ms: number | string | null;
+}
+
+/**
+ * Takes the app id's lease for `holder`; whether it has it. Another holder's live lease is waited for, once, as long
+ * as it has left (at most `leaseMs`): the lease of a process that is gone (killed, its machine lost) runs out, and the
+ * claim then takes it; a holder that lives renews it meanwhile (every renewal tick), and the claim gives up at once.
+ */
+async function claimLease(runner: MysqlStatementRunner, options: MysqlClaimOptions, holder: string): Promise<boolean> {
+  const { appId, instance, leaseMs, liveHolders } = options;
+  const claim = () =>
+    runner.transaction('claimAppId', false, async (tx) => {
+      await tx.write(CLAIM_LEASE, [appId, instance, holder, leaseMs]);
+      const [row] = await tx.select<LeaseRow>(SELECT_LEASE_HOLDER, [appId]);
+      return row;
+    });
+  const row = await claim();
+  const other = row?.lease_holder;
+  if (other === holder) return true;
+  if (!other || (performance.now() - (liveHolders.get(other) ?? -Infinity) < leaseMs)) return false;
+  if (!(await leaseRunsOut(runner, appId, other, Number(row?.left_ms ?? 0), leaseMs))) {
+    liveHolders.set(other, performance.now());
+    return false;
+  }
+  return (await claim())?.lease_holder === holder;
+}
+
+/** Whether `holder`'s lease, `leftMs` from its end, runs out without being renewed (watched up to `leaseMs`). */
+async function leaseRunsOut(runner: MysqlStatementRunner, appId: string, holder: string, leftMs: number, leaseMs: number): Promise<boolean> {
+  let end = performance.now() + leftMs;
+  const deadline = performance.now() + Math.min(leftMs, leaseMs) + LEASE_SLACK_MS;
+  while (performance.now() < deadline) {
+    await sleep(Math.min(LEASE_WATCH_MS, Math.max(0, end - performance.now()) + 10));
+    const [row] = await runner.select<LeaseRow>('claimAppId', SELECT_LEASE_HOLDER, [appId]);
+    if (!row?.lease_holder || Number(row.left_ms) <= 0) return true;
+    if (row.lease_holder !== holder) return false;
+    const seenEnd = performance.now() + Number(row.left_ms);
+    if (seenEnd > end + LEASE_SLACK_MS) return false; // renewed: its holder lives
+    end = seenEnd;
+  }
+  return false;
 }
 
 /** Polling interval of the listener while this app has waiters (ms): the fallback of the doorbells. */
