@@ -70,7 +70,7 @@ export function formatHandoffTable(results: readonly HandoffResult[]): string[] 
   ];
 }
 
-async function handoffs(
+export async function handoffs(
   rounds: number,
   holder: LockService,
   waiter: LockService,
@@ -96,7 +96,7 @@ async function handoffs(
   return samples;
 }
 
-function summary(name: string, samples: number[]): HandoffResult {
+export function summary(name: string, samples: number[]): HandoffResult {
   const sorted = [...samples].sort((a, b) => a - b);
   return { name, samples: sorted.length, medianMs: percentile(sorted, 50), p99Ms: percentile(sorted, 99) };
 }

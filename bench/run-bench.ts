@@ -6,7 +6,8 @@
 // (mysql-bench.ts). BENCH_STRICT=1 exits 1 when a target is missed; BENCH_ONLY=telemetry measures the telemetry rows
 // alone, BENCH_ONLY=w1 the breakdown of W1's time alone, BENCH_ONLY=mysql the MariaDB rows alone, BENCH_ONLY=cpu the
 // library's client CPU per W1 cycle against bare `pg` alone (cpu-per-call.ts), BENCH_ONLY=leader the leader
-// hand-over line alone, BENCH_ONLY=jobs the job tick line alone.
+// hand-over line alone, BENCH_ONLY=jobs the job tick line alone, BENCH_ONLY=galera the Galera line alone (two instances
+// on two nodes of a private 3-node cluster, galera-bench.ts; after the MariaDB rows in the whole run).
 // BENCH_BASELINE=<another checkout, built> adds that checkout's library to W1, W2 and W3, in the same rounds, with a
 // target: within 3 % of it (a change must not cost the hot path).
 import 'reflect-metadata';
@@ -22,6 +23,7 @@ import { describeHost, describeMachine } from './machine.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
 import { formatJobTick, measureJobTick } from './job-tick.js';
 import { formatLeaderHandover, leaderHandoverCount, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
+import { runGaleraBench } from './galera-bench.js';
 import { runMysqlBench } from './mysql-bench.js';
 import { runWorkload } from './rounds.js';
 import {
@@ -85,11 +87,12 @@ function contendersFor(url: string, workload: Workload): Contender[] {
 }
 
 /** What `BENCH_ONLY` may name: those rows are measured alone. */
-const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu', 'leader', 'jobs'] as const;
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu', 'leader', 'jobs', 'galera'] as const;
 
 /**
  * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets), `cpu` (the client CPU
- * per W1 cycle against bare `pg`), `leader` (the leader hand-over) or `jobs` (the job tick) alone.
+ * per W1 cycle against bare `pg`), `leader` (the leader hand-over), `jobs` (the job tick) or `galera` (two instances
+ * on two nodes of a Galera cluster) alone.
  */
 function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
@@ -311,6 +314,17 @@ async function mariadbRows(plan: BenchPlan): Promise<RunPart> {
   return section;
 }
 
+/** Seconds per row of the Galera line. */
+const GALERA_SECONDS = 5;
+
+/** The Galera line, timed (`BENCH_ONLY=galera`, or after the MariaDB rows, once that server is gone). */
+async function galeraLines(): Promise<string[]> {
+  const started = Date.now();
+  const lines = await runGaleraBench(GALERA_SECONDS, handoffCount());
+  process.stderr.write(`Galera line in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  return lines;
+}
+
 /** `BENCH_ONLY=mysql`: the MariaDB rows alone, with the host and the workloads they run. */
 async function mysqlOnly(plan: BenchPlan): Promise<RunPart> {
   const host = describeHost();
@@ -344,6 +358,10 @@ async function main(): Promise<number> {
     return summary(part.missed);
   }
   if (only === 'leader' || only === 'jobs') return leaderOrJobsOnly(only);
+  if (only === 'galera') {
+    console.log(['', ...(await galeraLines())].join('\n'));
+    return 0;
+  }
   const database = await openBenchDatabase();
   const onSigint = (): void => void database.dispose().finally(() => process.exit(130));
   process.once('SIGINT', onSigint);
@@ -376,6 +394,7 @@ async function main(): Promise<number> {
   // The MariaDB rows run once the PostgreSQL server is gone: neither shares the two cores with the other.
   const mariadb = await mariadbRows(plan);
   console.log(['', ...mariadb.lines].join('\n'));
+  console.log(['', ...(await galeraLines())].join('\n'));
   return summary([...postgres.missed, ...mariadb.missed]);
 }
 

@@ -47,6 +47,16 @@ export class MysqlAcquisitions {
     MAX_BATCH_SIZE,
   );
 
+  /**
+   * True on a node of a Galera cluster (learnt when the app id is claimed): grants go statement by statement, never
+   * by the procedures. The cluster aborts a transaction that conflicts with a writeset applied from another node at
+   * any moment, the procedure's result set being sent included: the client then reads a broken packet (mysql2:
+   * "Should not reach here"), a failure whose outcome is unknown, where the statements end with a plain 1213 that is
+   * run again. Measured on MariaDB 10.11 with 8 callers on one name on two nodes: the statements also granted about
+   * three times as often as the procedure.
+   */
+  galera = false;
+
   constructor(
     private readonly runner: MysqlStatementRunner,
     private readonly options: ResolvedLockOptions,
@@ -75,6 +85,7 @@ export class MysqlAcquisitions {
   }
 
   private async acquireBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
+    if (this.galera) return Promise.all(requests.map(({ group, waiter }) => this.statements(group, waiter, leaseMs)));
     if (requests.length > 1) {
       const { appId, instance, defaultPermits } = this.options;
       const groups = requests.map(({ group, waiter }) => [

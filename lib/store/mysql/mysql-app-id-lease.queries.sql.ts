@@ -9,8 +9,8 @@ import { NOW } from './mysql-lock.queries.sql.js';
  */
 
 
-/** The node the session is connected to: its cluster member id (a new one at each start of the node). */
-const NODE = `(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID')`;
+/** The node the session is connected to: its host name and port (MariaDB and MySQL alike). */
+const NODE = `CONCAT(@@hostname, ':', @@port)`;
 
 /** `NOW` plus ? milliseconds. */
 const UNTIL = `${NOW} + INTERVAL (? * 1000) MICROSECOND`;

@@ -140,6 +140,16 @@ export const END_GRANT_RELEASED = `UPDATE locking_log SET status = 'RELEASED', e
 /** ? stamp: the names a grant holds. */
 export const SELECT_GRANT_NAMES = `SELECT DISTINCT lock_name FROM locking WHERE stamp = ?`;
 
+/**
+ * ? stamp, ? app id: the connection ids (comma-separated; null when none) of the doorbells of other app ids whose live
+ * waiters wait for a name of the grant, read before its lock rows go: what `locking_release` answers as `doorbells`.
+ */
+export const SELECT_GRANT_DOORBELLS = `SELECT GROUP_CONCAT(DISTINCT d.connection_id) AS doorbells
+  FROM locking k
+  JOIN locking_waiters w ON w.lock_name = k.lock_name
+  JOIN locking_doorbells d ON d.app_id = w.app_id
+ WHERE k.stamp = ? AND w.app_id <> ? AND w.expires > ${NOW}`;
+
 /** ? stamp: frees a grant's lock rows. */
 export const DELETE_GRANT_LOCKS = `DELETE FROM locking WHERE stamp = ?`;
 

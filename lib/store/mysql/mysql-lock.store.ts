@@ -86,8 +86,19 @@ export class MysqlLockStore extends LockStore {
     return this.runner.retries;
   }
 
+  /**
+   * The group's stamp, or 0 when some lock is not available, or when the grant was rolled back at each of its tries by
+   * a conflict over its names' rows (1213): on a Galera cluster, grants of the same names certified first on other
+   * nodes, so the names are busy now (nothing was granted).
+   */
   async tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
-    const stamp = await this.acquisitions.tryAcquire(group, waiter, leaseMs);
+    let stamp: number;
+    try {
+      stamp = await this.acquisitions.tryAcquire(group, waiter, leaseMs);
+    } catch (error) {
+      if (!(error instanceof LockStoreError) || error.code !== 'ER_LOCK_DEADLOCK' || error.outcomeUnknown) throw error;
+      return 0;
+    }
     this.releases.granted(stamp, group);
     return stamp;
   }
@@ -111,10 +122,16 @@ export class MysqlLockStore extends LockStore {
   private grantStatements(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number, counted: boolean): Promise<number> {
     const { appId, instance } = this.options;
     return this.runner.transaction('tryLocks', true, async (tx) => {
+      // On a Galera cluster a group busy now is refused on committed rows, without writing its names' rows (each such
+      // write conflicts, at certification, with every other grant of those names on the other nodes).
+      if (this.acquisitions.galera && (await this.busy(tx, group, waiter))) return 0;
       // Sorted: every grant locks shared names in the same order (no deadlock between two of them).
       const names = [...new Set(group.map((r) => r.name))].sort(compareLockNames);
       await tx.write(SQL.lockNames(names.length, counted), names);
-      if (await this.busy(tx, group, waiter)) return 0;
+      if (await this.busy(tx, group, waiter)) {
+        tx.rollBackAtEnd(); // nothing granted: the names' rows were written only to decide
+        return 0;
+      }
       const modes = group.map((r) => MODE_CODE[r.mode]);
       const { insertId: stamp } = await tx.write(SQL.INSERT_GRANT_LOG, [
         appId,
@@ -284,6 +301,10 @@ export class MysqlLockStore extends LockStore {
         return await openMysqlInstanceSession(await this.runner.connect('claimAppId'), this.runner, {
           ...this.options,
           liveHolders: this.liveLeaseHolders,
+          onCluster: (galera) => {
+            this.acquisitions.galera = galera;
+            this.releases.galera = galera;
+          },
         });
       } catch (error) {
         const retry = error instanceof LockStoreError && isMysqlConnectionFailure(error.cause);

@@ -51,8 +51,15 @@ export class MysqlReleases {
     this.grantNames.clear();
   }
 
+  /**
+   * On a node of a Galera cluster: statement by statement, never by the procedures (see `MysqlAcquisitions.galera`).
+   * @internal
+   */
+  galera = false;
+
   /** Whether `stamp` matched a live grant of this app (now released). */
   async release(stamp: number): Promise<boolean> {
+    if (this.galera) return this.releaseOnCluster(stamp);
     const known = this.grantNames.get(stamp);
     if (known !== undefined) {
       const released = await this.releaseQuietly(stamp, known);
@@ -96,13 +103,30 @@ export class MysqlReleases {
   }
 
   /** The release sent statement by statement; the names it freed, or undefined when nothing matched. */
-  private releaseStatements(stamp: number): Promise<string[] | undefined> {
+  private async releaseStatements(stamp: number): Promise<string[] | undefined> {
+    return (await this.releaseWith(stamp, false))?.names;
+  }
+
+  /** The release on a Galera node: the statements, which also read the doorbells to ring (as the procedures do). */
+  private async releaseOnCluster(stamp: number): Promise<boolean> {
+    const released = await this.releaseWith(stamp, true);
+    this.grantNames.delete(stamp);
+    if (released === undefined) return false;
+    this.wakeups.freed(released.names);
+    this.ringer.ring(doorbellIds(released.doorbells));
+    return true;
+  }
+
+  /** The release's statements in one transaction: the names it freed (and the doorbells, when `ringing`). */
+  private releaseWith(stamp: number, ringing: boolean): Promise<{ names: string[]; doorbells: unknown } | undefined> {
+    const { appId } = this.options;
     return this.runner.transaction('releaseLocks', false, async (tx) => {
-      const ended = await tx.write(SQL.END_GRANT_RELEASED, [stamp, this.options.appId]);
+      const ended = await tx.write(SQL.END_GRANT_RELEASED, [stamp, appId]);
       if (ended.affectedRows === 0) return undefined;
       const rows = await tx.select<{ lock_name: string }>(SQL.SELECT_GRANT_NAMES, [stamp]);
+      const [bells] = ringing ? await tx.select<{ doorbells: unknown }>(SQL.SELECT_GRANT_DOORBELLS, [stamp, appId]) : [];
       await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
-      return rows.map((row) => row.lock_name);
+      return { names: rows.map((row) => row.lock_name), doorbells: bells?.doorbells };
     });
   }
 }

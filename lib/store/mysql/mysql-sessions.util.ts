@@ -25,6 +25,8 @@ export interface MysqlClaimOptions {
   readonly queryTimeoutMs: number;
   /** Lease holders of other instances seen renewing (holder → when, monotonic ms): a live twin is not waited for twice. */
   readonly liveHolders: Map<string, number>;
+  /** Told whether the server is a node of a Galera cluster, once the claim has asked. */
+  readonly onCluster: (galera: boolean) => void;
 }
 
 /** How often a claim looks at another holder's lease while it waits for it to run out (ms). */
@@ -71,7 +73,9 @@ export async function openMysqlInstanceSession(
     // managed servers) must not end it and free the app id under a live instance.
     await session.write(KEEP_SESSION_OPEN);
     const [wsrep] = await session.select<{ Value?: string }>(SHOW_WSREP_ON);
-    if (String(wsrep?.Value).toUpperCase() === 'ON') {
+    const galera = String(wsrep?.Value).toUpperCase() === 'ON';
+    options.onCluster(galera);
+    if (galera) {
       lease = randomBytes(16).toString('hex');
       if (!(await claimLease(runner, options, lease))) {
         connection.destroy();

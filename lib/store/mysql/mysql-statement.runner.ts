@@ -31,6 +31,12 @@ export interface MysqlTransaction {
   write(sql: string, values?: readonly unknown[]): Promise<MysqlWriteResult>;
 }
 
+/** The statements of a transaction of `MysqlStatementRunner.transaction`, which may be rolled back on purpose. @internal */
+export interface MysqlRollbackableTransaction extends MysqlTransaction {
+  /** The transaction is rolled back, not committed, when the work returns (its writes served only to decide). */
+  rollBackAtEnd(): void;
+}
+
 /**
  * Runs the lock statements on a TypeORM DataSource's own `mysql2` pool: transactions at READ COMMITTED, retries,
  * client-side timeouts, and the mapping of driver errors to `LockError`s.
@@ -79,13 +85,18 @@ export class MysqlStatementRunner {
    * transaction is not run again: it already waited its time (on a frozen network each try would wait as long again).
    * A pool connection not had within `queryTimeoutMs` fails the transaction the same way.
    */
-  transaction<T>(operation: string, grants: boolean, work: (tx: MysqlTransaction) => Promise<T>): Promise<T> {
+  transaction<T>(operation: string, grants: boolean, work: (tx: MysqlRollbackableTransaction) => Promise<T>): Promise<T> {
     return this.retrying(operation, grants, async (tx, committing) => {
       await tx.write('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       await tx.write('START TRANSACTION');
       let result: T;
+      let rollBack = false;
       try {
-        result = await work(tx);
+        result = await work({ ...tx, rollBackAtEnd: () => void (rollBack = true) });
+        if (rollBack) {
+          await tx.write('ROLLBACK');
+          return result;
+        }
       } catch (error) {
         // Not on a broken connection, nor behind a statement that timed out and still runs on the server (the driver
         // would queue the ROLLBACK behind it, for as long as the server waits): destroying the connection rolls back.
