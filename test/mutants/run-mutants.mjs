@@ -103,7 +103,9 @@ function run(dir, command, args) {
  * @returns {SpecRun}
  */
 function runSpec(dir, row) {
-  const args = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', row.spec];
+  // The Galera specs have a Jest config of their own (they start a cluster once).
+  const config = row.spec.startsWith('test/galera/') ? ['-c', 'jest.galera.config.js'] : [];
+  const args = ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', ...config, row.spec];
   if (row.tests) args.push('--testNamePattern', row.tests);
   const result = run(dir, process.execPath, args);
   const output = `${result.stdout}\n${result.stderr}`;
