@@ -47,6 +47,7 @@ export type {
   LockPermitsEntry,
   LockSchemaStatus,
   LockHealth,
+  LockGaleraNode,
   LockTelemetryOptions,
   LockTablesOptions,
   LockJobOutcome,
@@ -105,6 +106,7 @@ export {
   LeaderTerms1796900000000,
   MysqlQuietRelease1797000000000,
   GroupCheckProbes1797100000000,
+  MysqlCertifiedWrites1797200000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

@@ -5,6 +5,7 @@ import { GrantNotFoundError, InvalidLockArgumentError, JobNotFoundError, LockCon
 import type {
   ForcedRelease,
   LockAdminOptions,
+  LockGaleraNode,
   LockGrant,
   LockGrantFilter,
   LockJobAction,
@@ -276,6 +277,18 @@ export class LockAdminService {
     assertLockMode(mode);
     if (permits !== null) assertPermits(permits);
     await this.store.savePermits(name, mode, permits);
+  }
+
+  /**
+   * The Galera node the DataSource's pool reaches, when the database is one (MariaDB Galera Cluster, Percona XtraDB
+   * Cluster: `wsrep_on = ON`): its name, whether it is in the primary component of its cluster, its sync state and the
+   * size of its component, as the server reports them in one statement. Undefined on PostgreSQL and on a MySQL or
+   * MariaDB server that is not a Galera node. A node outside the primary component answers it too (it refuses every
+   * statement that reads a table). Behind a proxy that spreads connections over the nodes, another connection of the
+   * pool may reach another node.
+   */
+  getGaleraNode(): Promise<LockGaleraNode | undefined> {
+    return this.store.galeraNode();
   }
 
   /**

@@ -19,7 +19,7 @@ export type {
   LockPermitsEntry,
   LockSchemaStatus,
 } from './lock-admin.interface.js';
-export type { LockHealth } from './lock-health.interface.js';
+export type { LockHealth, LockGaleraNode } from './lock-health.interface.js';
 export type { LockTablesOptions } from './lock-tables-options.interface.js';
 export type { LockTelemetryOptions } from './lock-telemetry-options.interface.js';
 export type {

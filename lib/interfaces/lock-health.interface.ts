@@ -33,4 +33,38 @@ export interface LockHealth {
   readonly waiters: number;
   /** What is wrong, one sentence each, with what to do; empty when healthy. */
   readonly problems: string[];
+  /**
+   * The Galera node the health probe reached, when the database is one (MariaDB Galera Cluster, Percona XtraDB
+   * Cluster: a server with `wsrep_on = ON`). Absent on PostgreSQL, on a MySQL or MariaDB server that is not a Galera
+   * node, and when the server did not answer the question. A node outside the primary component of its cluster, or
+   * not `Synced`, makes the instance unhealthy, with a sentence in `problems`.
+   */
+  readonly galera?: LockGaleraNode;
 }
+
+/**
+ * A node of a Galera cluster (MariaDB Galera Cluster, Percona XtraDB Cluster) as the server reports itself, in one
+ * statement: its `wsrep_*` variables and status values. `LockService.getHealth()` and
+ * `LockAdminService.getGaleraNode()` give it; the command line's `status` prints it.
+ * @publicApi
+ */
+export interface LockGaleraNode {
+  /** `wsrep_node_name`: the node's name in its cluster (the server's host name unless configured). */
+  readonly nodeName: string;
+  /**
+   * `wsrep_cluster_status`: `Primary` when the node is in the primary component of its cluster (the part that holds a
+   * majority of the nodes and accepts writes); `non-Primary` when it lost that majority (a network split, the other
+   * nodes gone): it then refuses reads and writes until it rejoins; `Disconnected` when it is in no cluster.
+   */
+  readonly clusterStatus: string;
+  /**
+   * `wsrep_local_state_comment`: `Synced` when the node applies the cluster's writes as they come; `Joining`,
+   * `Joined` or `Waiting on SST` while it catches up after a start or a split, `Donor/Desynced` while it sends a
+   * state transfer to another node or was desynchronized by hand (`wsrep_desync`), `Initialized` outside a primary
+   * component.
+   */
+  readonly localState: string;
+  /** `wsrep_cluster_size`: how many nodes the node's component has now (1 for a node cut off from the others). */
+  readonly clusterSize: number;
+}
+

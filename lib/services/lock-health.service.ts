@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LockAdminService } from '../admin/lock-admin.service.js';
-import type { LockHealth, LockSchemaStatus } from '../interfaces/index.js';
+import type { LockGaleraNode, LockHealth, LockSchemaStatus } from '../interfaces/index.js';
 import { RESOLVED_LOCK_OPTIONS } from '../lock.constants.js';
 import { LockStore } from '../store/lock.store.js';
+import { galeraProblems } from '../utils/galera-problems.util.js';
 import type { ResolvedLockOptions } from '../utils/resolve-lock-options.util.js';
 import { InstanceLock } from './instance-lock.service.js';
 import { LockAcquisitions } from './lock-acquisitions.service.js';
@@ -19,7 +20,8 @@ type Probe =
  * server's settings or the lock user's privileges keep grants from working (`LockStore.checkServer`, on the probe's
  * connection), when acquisitions were refused by the configuration (`LockRefusals`: on connections the probe may not
  * get), or when lease renewals have been failing for more than half a lease (its grants are about to be reported
- * lost).
+ * lost). On a Galera node it also reports the node (`galera`), and is down when the node is outside the primary
+ * component of its cluster or not `Synced`.
  * @internal
  */
 @Injectable()
@@ -52,7 +54,9 @@ export class LockHealthCheck {
           'back, which it does on its next renewal once the database answers.',
       );
     }
-    const probe = await this.probe(queryTimeoutMs);
+    // The node first: outside the primary component it refuses the probe's reads of the lock tables, and says why.
+    const [probe, galera] = await Promise.all([this.probe(queryTimeoutMs), this.galeraNode(queryTimeoutMs)]);
+    if (galera) problems.push(...galeraProblems(galera));
     const schema = 'status' in probe ? schemaOf(probe.status) : 'unknown';
     if ('failure' in probe) problems.push(`The database did not answer the health probe: ${probe.failure}`);
     else if (schema === 'missing') {
@@ -88,7 +92,24 @@ export class LockHealthCheck {
       grantsHeld: this.leases.size,
       waiters,
       problems,
+      ...(galera && { galera }),
     };
+  }
+
+  /**
+   * The Galera node the pool reaches, undefined when the server is none, or when it did not say within `timeoutMs`
+   * (the probe reports a database that does not answer).
+   */
+  private async galeraNode(timeoutMs: number): Promise<LockGaleraNode | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.admin.getGaleraNode().catch(() => undefined), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Reads the schema's status, giving up after `timeoutMs` (a connection that cannot be had is never awaited). */

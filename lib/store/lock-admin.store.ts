@@ -1,4 +1,5 @@
 import type {
+  LockGaleraNode,
   LockGrant,
   LockGrantFilter,
   LockLeaderInfo,
@@ -47,4 +48,12 @@ export abstract class LockAdminStore {
   abstract listLeaders(role?: string): Promise<LockLeaderInfo[]>;
   /** The migrations recorded in the DataSource's migrations table, and whether the lock tables exist. */
   abstract schemaRows(): Promise<SchemaRows>;
+
+  /**
+   * The Galera node the pool reaches (MySQL and MariaDB with `wsrep_on = ON`); undefined for any other server. Read
+   * with a statement that a node outside the primary component still answers.
+   */
+  galeraNode(): Promise<LockGaleraNode | undefined> {
+    return Promise.resolve(undefined);
+  }
 }

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type {
+  LockGaleraNode,
   LockGrant,
   LockGrantFilter,
   LockLeaderInfo,
@@ -12,6 +13,7 @@ import type {
 import { LockAdminStore, type ForcedGrant, type SchemaRows } from '../lock-admin.store.js';
 import { jsonArray, locksOf, toGrant, toLogEntry, waiterDeadline, type LogRow } from '../lock-rows.util.js';
 import * as Admin from './mysql-lock-admin.queries.sql.js';
+import { type GaleraNodeRow, SELECT_GALERA_NODE, type ServerValuesSchema } from './mysql-cluster.queries.sql.js';
 import { SELECT_LEADERS } from './mysql-leader.queries.sql.js';
 import { type LeaderRow, toLeaderInfos } from '../leader-rows.util.js';
 import * as SQL from './mysql-lock.queries.sql.js';
@@ -43,11 +45,27 @@ function logRow(row: MysqlLogRow): LogRow {
   };
 }
 
+/**
+ * What a server without `information_schema.GLOBAL_VARIABLES` answers (MySQL 8 removed it): unknown table (1109), no
+ * such table (1146), or the feature disabled (3167, MySQL 5.7's `show_compatibility_56`).
+ */
+const NO_VALUES_TABLE_ERRNOS = new Set([1109, 1146, 3167]);
+
+/** The driver's errno behind a `LockError` (or of a driver error). */
+function errnoBehind(error: unknown): number | undefined {
+  const cause = error instanceof Error && error.cause !== undefined ? error.cause : error;
+  const errno = (cause as { errno?: unknown } | null)?.errno;
+  return typeof errno === 'number' ? errno : undefined;
+}
+
 /** A `Date` as a UTC `DATETIME(6)` literal, for comparing with the tables' UTC columns. */
 const utcDatetime = (date: Date): string => date.toISOString().replace('T', ' ').replace('Z', '');
 
 /** `LockAdminStore` on MySQL and MariaDB. @internal */
 export class MysqlLockAdminStore extends LockAdminStore {
+  /** Where the server keeps its variables as tables: MariaDB's place until a server says it has none there (MySQL 8). */
+  private valuesSchema: ServerValuesSchema = 'information_schema';
+
   constructor(
     private readonly runner: MysqlStatementRunner,
     private readonly dataSource: DataSource,
@@ -171,6 +189,30 @@ export class MysqlLockAdminStore extends LockAdminStore {
   async listLeaders(role?: string): Promise<LockLeaderInfo[]> {
     const value = role ?? null;
     return toLeaderInfos(await this.runner.select<LeaderRow>('getLeaders', SELECT_LEADERS, [value, value, value, value]));
+  }
+
+  /**
+   * The Galera node the pool's connection reaches, in one statement (two the first time on MySQL 8, whose variables are
+   * in `performance_schema` only: the answer is remembered). Undefined unless the server says `wsrep_on = ON`: a plain
+   * MariaDB has the `wsrep_*` values too (a node in no cluster), MySQL has none.
+   */
+  override async galeraNode(): Promise<LockGaleraNode | undefined> {
+    let row: GaleraNodeRow | undefined;
+    try {
+      [row] = await this.runner.select<GaleraNodeRow>('getGaleraNode', SELECT_GALERA_NODE[this.valuesSchema]);
+    } catch (error) {
+      const errno = errnoBehind(error);
+      if (this.valuesSchema !== 'information_schema' || errno === undefined || !NO_VALUES_TABLE_ERRNOS.has(errno)) throw error;
+      this.valuesSchema = 'performance_schema';
+      [row] = await this.runner.select<GaleraNodeRow>('getGaleraNode', SELECT_GALERA_NODE[this.valuesSchema]);
+    }
+    if (row?.wsrep_on?.toUpperCase() !== 'ON') return undefined;
+    return {
+      nodeName: row.node_name ?? '',
+      clusterStatus: row.cluster_status ?? 'Disconnected',
+      localState: row.local_state ?? '',
+      clusterSize: Number(row.cluster_size ?? 0),
+    };
   }
 
   async schemaRows(): Promise<SchemaRows> {
