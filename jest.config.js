@@ -3,6 +3,8 @@ export default {
   rootDir: '.',
   testEnvironment: 'node',
   testMatch: ['<rootDir>/test/**/*.spec.ts'],
+  // The Galera specs run on a cluster of their own: jest.galera.config.js (`npm run test:galera`).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/galera/'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
     '^nestjs-db-locks$': '<rootDir>/lib/index.ts',

@@ -34,9 +34,12 @@ async function onServer<T>(url: string, fn: (connection: mysql.Connection) => Pr
   }
 }
 
-/** Creates an empty MySQL/MariaDB database; with `migrate` (the default) runs the shipped migrations in it. */
-export async function createMysqlTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
-  const admin = mysqlAdminUrl();
+/**
+ * Creates an empty MySQL/MariaDB database; with `migrate` (the default) runs the shipped migrations in it. On the
+ * suite's server, or on the server of `adminUrl` (a node of the Galera specs' cluster).
+ */
+export async function createMysqlTestDatabase(options: { migrate?: boolean; adminUrl?: string } = {}): Promise<TestDatabase> {
+  const admin = options.adminUrl ?? mysqlAdminUrl();
   if (!admin) throw new Error('no MySQL/MariaDB server: set MYSQL_URL or install mariadb-server');
   const name = `ndl_test_${randomBytes(6).toString('hex')}`;
   // The server's default character set and collation, as a user's database has them: the lock tables set their own.
