@@ -45,6 +45,10 @@ const CONNECTION_ERRNOS = new Set([
   1927, // ER_CONNECTION_KILLED (MariaDB)
   4031, // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8)
   1180, // ER_ERROR_DURING_COMMIT: a Galera replication cut short
+  // ER_CANT_CHANGE_TX_CHARACTERISTICS: a pooled connection that a transaction was left open on (a COMMIT refused, a
+  // business transaction given back unfinished): the library's SET TRANSACTION fails there before anything is sent,
+  // and the connection is dropped (which rolls it back) and the statement sent on another.
+  1568,
 ]);
 
 /** The server refuses to write: `read_only` (or `super_read_only`) is set, or the transaction is read-only. */

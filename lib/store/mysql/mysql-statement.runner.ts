@@ -104,7 +104,14 @@ export class MysqlStatementRunner {
         throw error;
       }
       committing();
-      await tx.write('COMMIT');
+      try {
+        await tx.write('COMMIT');
+      } catch (error) {
+        // A COMMIT refused without ending the transaction (a Galera node out of the primary component: 1047) would
+        // leave it open on the pooled connection, and every later transaction there would fail (1568).
+        if (!isMysqlConnectionFailure(error)) await tx.write('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
       return result;
     });
   }
