@@ -49,7 +49,7 @@ export class MysqlAcquisitions {
 
   /**
    * True on a node of a Galera cluster (learnt when the app id is claimed): grants go statement by statement, never
-   * by the procedures. The cluster aborts a transaction that conflicts with a writeset applied from another node at
+   * by the procedures, and each caller's alone (see `tryAcquire`). The cluster aborts a transaction that conflicts with a writeset applied from another node at
    * any moment, the procedure's result set being sent included: the client then reads a broken packet (mysql2:
    * "Should not reach here"), a failure whose outcome is unknown, where the statements end with a plain 1213 that is
    * run again. Measured on MariaDB 10.11 with 8 callers on one name on two nodes: the statements also granted about
@@ -65,6 +65,9 @@ export class MysqlAcquisitions {
 
   /** The group's stamp, or 0 when some lock is not available; its lease starts with `leaseMs`. */
   tryAcquire(group: readonly LockRequest[], waiter: string | undefined, leaseMs: number): Promise<number> {
+    // On a Galera node each caller's grant is its own transaction, answered alone: in a batch, one grant rolled back
+    // at each of its tries would fail the whole batch, and the grants of the others, committed, would reach nobody.
+    if (this.galera) return this.statements(group, waiter, leaseMs);
     return this.batcher.submit(leaseMs, { group, waiter });
   }
 
@@ -85,7 +88,6 @@ export class MysqlAcquisitions {
   }
 
   private async acquireBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
-    if (this.galera) return Promise.all(requests.map(({ group, waiter }) => this.statements(group, waiter, leaseMs)));
     if (requests.length > 1) {
       const { appId, instance, defaultPermits } = this.options;
       const groups = requests.map(({ group, waiter }) => [
