@@ -3,28 +3,16 @@
 // `mariadb-server`, `galera-4` and `rsync` (the state transfer of a joining node).
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, lchownSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
+import { findProgram, freePort } from './mariadb-server.mjs';
 
-/** Where Debian's packages put the programs and the Galera provider. */
-const SEARCH_PATH = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'];
+/** Where Debian's galera-4 (and other distributions') put the Galera provider. */
 const PROVIDERS = ['/usr/lib/galera/libgalera_smm.so', '/usr/lib/libgalera_smm.so', '/usr/lib64/galera-4/libgalera_smm.so'];
 
 /** How long a node may take to start and be Synced in the cluster (a joiner's state transfer included). */
 const START_TIMEOUT_MS = 90_000;
-
-/** @param {...string} names */
-function findProgram(...names) {
-  for (const dir of [...(process.env.PATH ?? '').split(':'), ...SEARCH_PATH]) {
-    for (const name of names) {
-      const path = join(dir, name);
-      if (dir && existsSync(path)) return path;
-    }
-  }
-  return undefined;
-}
 
 /** The Galera provider library (`GALERA_PROVIDER` or Debian's `galera-4`), or undefined. */
 function findProvider() {
@@ -48,18 +36,6 @@ export function galeraMissing() {
 /** True when this machine can start the Galera cluster of the tests. */
 export function galeraInstalled() {
   return galeraMissing().length === 0;
-}
-
-/** @returns {Promise<number>} */
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = /** @type {import('node:net').AddressInfo} */ (server.address());
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

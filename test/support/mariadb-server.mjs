@@ -8,8 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Where Debian's `mariadb-server` (or MySQL's) puts its programs. */
 const SEARCH_PATH = ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'];
 
-/** @param {...string} names */
-function findProgram(...names) {
+/**
+ * The first of `names` found on `PATH` or where Debian puts server programs (shared with the Galera cluster's support).
+ * @param {...string} names
+ */
+export function findProgram(...names) {
   for (const dir of [...(process.env.PATH ?? '').split(':'), ...SEARCH_PATH]) {
     for (const name of names) {
       const path = join(dir, name);
@@ -24,7 +27,11 @@ export function mariadbInstalled() {
   return findProgram('mariadbd') !== undefined && findProgram('mariadb-install-db') !== undefined;
 }
 
-async function freePort() {
+/**
+ * A port free on 127.0.0.1 now (shared with the Galera cluster's support).
+ * @returns {Promise<number>}
+ */
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
