@@ -60,12 +60,16 @@ export class JobTickSkips {
     this.logger.debug(`Skipped ${job.label} tick ${new Date(tick).toISOString()}: ${reason}`);
   }
 
-  /** The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it). */
+  /**
+   * The locks were busy: the tick is counted as skipped busy (a replica that comes later may still run it), or paused
+   * when the job is.
+   */
   async countBusy(plan: TickPlan): Promise<void> {
-    this.telemetry.jobRan(plan.job, 'skipped-busy');
-    await this.store.claim(plan.job, plan.source, this.appId(), null).catch((error: unknown) => {
+    const claim = await this.store.claim(plan.job, plan.source, this.appId(), null).catch((error: unknown) => {
       if (error instanceof LockTablesMissingError) this.warnMissingTables();
+      return undefined;
     });
+    this.telemetry.jobRan(plan.job, claim?.result === 'paused' ? 'paused' : 'skipped-busy');
   }
 
   /** Warns once that the history has no tables (the migrations have not run). */

@@ -72,7 +72,7 @@ export interface JobRegistration {
 export abstract class JobRunStore {
   /**
    * Claims `tick` of `job` for a run under `stamp` (null: the replica found the job's locks busy, and only counts
-   * itself). Exactly one claim of a tick is `claimed`, across the fleet, and at most one run of a job is `running` with
+   * itself, or records the tick of a paused job `paused`). Exactly one claim of a tick is `claimed`, across the fleet, and at most one run of a job is `running` with
    * a live grant: the claims of one job are serialised. A claim under a stamp that already claimed a tick of the job
    * returns that tick, `claimed` (so a claim whose answer was lost is made again safely: see `claimResolvingLoss`).
    */

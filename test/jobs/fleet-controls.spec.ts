@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { JobNotFoundError, LockAdminService, type LockJobAction, type LockJobControl, type LockJobRun } from 'nestjs-db-locks';
 import { DIALECTS, type TestDialect } from '../support/dialects.js';
+import { createLockApp } from '../support/lock-app.js';
 import type { TestDatabase } from '../support/test-database.js';
 import { until } from '../support/until.js';
 import { createHitsTable, dbNowMs, type Hit, hitsOf, mostAtOnce, type Replica, startReplica, stopReplicas } from './support/job-fleet.js';
@@ -125,6 +126,28 @@ for (const dialect of DIALECTS) {
         { action: 'resume', actor: 'carol', reason: 'window over' },
         { action: 'pause', actor: 'alice', reason: 'maintenance window' },
       ]);
+    }, 30_000);
+
+    it('records the ticks of a paused job paused when its locks are held elsewhere (every replica finds them busy)', async () => {
+      // Every replica counts the tick from a failed acquisition, never from a claim under the locks: a tick named by
+      // the clock after the holder of the locks had claimed another was once left `skipped` while the job was paused.
+      const outsider = await createLockApp(db.url, { appId: 'fleet-outsider' });
+      try {
+        const paused = await admin.pauseJob('FleetCron.run', { actor: 'erin', reason: 'locks held by an operator' });
+        const grant = (await outsider.locks.acquireLocks(['FLEET_CRON_WRITE'], { waitMs: 5000 }))!;
+        const heldAt = await dbNowMs(db, dialect);
+        await sleep(3500);
+        const runs = await admin.getJobRuns({ job: 'FleetCron.run', since: new Date(heldAt + 1000), limit: 100 });
+        await grant.release();
+        expect(runs.length).toBeGreaterThanOrEqual(2);
+        for (const run of runs) {
+          expect(run).toMatchObject({ outcome: 'paused', actor: 'erin', reason: 'locks held by an operator', appId: null });
+        }
+        expect((await hitsOf(db, 'fleet-cron')).filter((hit) => hit.dbMs > paused.at.getTime())).toEqual([]);
+      } finally {
+        await admin.resumeJob('FleetCron.run', { actor: 'erin', reason: 'done' });
+        await outsider.close();
+      }
     }, 30_000);
 
     it('runs a job once across the fleet on "run now", recorded as manual with its actor and reason', async () => {

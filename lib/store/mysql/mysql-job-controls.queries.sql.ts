@@ -31,8 +31,11 @@ VALUES (?, ?, 'requested', 1, ?, ?)`;
 export const SELECT_REQUESTS = `SELECT job, ${MS_OF('tick')} AS tick_ms FROM locking_job_run
  WHERE outcome = 'requested' AND job IN (?) ORDER BY tick`;
 
-/** ? job: the pause of the job, read in a claim (after the job's row is locked). */
-export const SELECT_PAUSE = `SELECT actor, reason FROM locking_job_pause WHERE job = ?`;
+/**
+ * ? job: the pause of the job and the clock (epoch ms), read in a claim (after the job's row is locked; without it by a
+ * replica that found the job's locks busy).
+ */
+export const SELECT_PAUSE = `SELECT actor, reason, ${MS_OF('UTC_TIMESTAMP(6)')} AS now_ms FROM locking_job_pause WHERE job = ?`;
 
 /**
  * ? job, ? tick, ? actor, ? reason, ? until when the tick can be claimed: records a tick of a paused job `paused`; a

@@ -46,6 +46,7 @@ export class MysqlJobRunStore extends JobRunStore {
         tick = Number(slot!.slot_ms);
       }
       const at = datetimeOf(tick);
+      const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
       let busy = stamp === null;
       if (!busy) {
         const [row] = await tx.select<{ own_ms: string | number | null; busy: number | string; now_ms: string | number }>(
@@ -53,16 +54,16 @@ export class MysqlJobRunStore extends JobRunStore {
           [job, stamp, job, at],
         );
         if (row!.own_ms !== null) return { tick: Math.round(Number(row!.own_ms)), result: 'claimed', dbNow: Number(row!.now_ms) };
-        // A paused job (the pause is read after the job's row is locked): the tick is recorded `paused`, not run.
-        const [pause] = await tx.select<{ actor: string; reason: string }>(CONTROL.SELECT_PAUSE, [job]);
-        if (pause !== undefined) {
-          const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
-          await tx.write(CONTROL.UPSERT_PAUSED_TICK, [job, at, pause.actor, pause.reason, datetimeOf(until)]);
-          return { tick, result: 'paused', dbNow: Number(row!.now_ms) };
-        }
         busy = Number(row!.busy) === 1;
       }
-      const until = 'at' in source ? Math.max(tick, source.until ?? tick) : tick + source.periodMs;
+      // A paused job (the pause is read after the job's row is locked): the tick is recorded `paused`, not run. Also by
+      // a replica that found the job's locks busy: their holder may be recording another tick (the tick is named by
+      // the clock), so the tick is never left `skipped`.
+      const [pause] = await tx.select<{ actor: string; reason: string; now_ms: string | number }>(CONTROL.SELECT_PAUSE, [job]);
+      if (pause !== undefined) {
+        await tx.write(CONTROL.UPSERT_PAUSED_TICK, [job, at, pause.actor, pause.reason, datetimeOf(until)]);
+        return { tick, result: 'paused', dbNow: Number(pause.now_ms) };
+      }
       const outcome = busy ? 'skipped' : 'running';
       const runStamp = busy ? null : stamp;
       await tx.write(SQL.UPSERT_TICK, [job, at, outcome, busy ? null : appId, runStamp, runStamp, busy ? 1 : 0, datetimeOf(until)]);

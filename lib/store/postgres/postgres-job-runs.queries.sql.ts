@@ -74,14 +74,44 @@ export const KEEP_JOBS = `UPDATE locking_job SET updated = clock_timestamp() WHE
 export const RETIRE_JOBS = `DELETE FROM locking_job j WHERE j.updated < clock_timestamp() - $1 * interval '1 millisecond'
   AND NOT EXISTS (SELECT 1 FROM locking_job_pause p WHERE p.job = j.job)`;
 
+/** The tick `$2` (epoch ms) or, when it is null, the current period of `$3` ms on the database clock. */
+const TICK_OF_$2_$3 = `COALESCE(to_timestamp($2::float8 / 1000),
+           to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3::float8) * $3::float8 / 1000))`;
+
+/**
+ * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null, $4 until when the tick can be claimed (epoch ms,
+ * with $2) or null: a tick of a paused job, recorded `paused` with the pause's actor and reason by a replica that found
+ * the job's locks busy (a tick some replica claimed already is left as it is). No row: the job is not paused. The
+ * answer has the columns of `CLAIM_TICK`.
+ */
+export const RECORD_PAUSED_TICK = `WITH p AS (
+  SELECT actor, reason FROM locking_job_pause WHERE job = $1
+), t AS (
+  SELECT ${TICK_OF_$2_$3} AS tick
+), c AS (
+  INSERT INTO locking_job_run AS r (job, tick, outcome, actor, reason, claimable_until)
+  SELECT $1, t.tick, 'paused', p.actor, p.reason,
+         CASE WHEN $2::float8 IS NULL THEN t.tick + $3::float8 * interval '1 millisecond'
+              ELSE GREATEST(t.tick, to_timestamp($4::float8 / 1000)) END
+    FROM t, p
+  ON CONFLICT (job, tick) DO UPDATE SET
+    actor = CASE WHEN r.outcome = 'skipped' THEN excluded.actor ELSE r.actor END,
+    reason = CASE WHEN r.outcome = 'skipped' THEN excluded.reason ELSE r.reason END,
+    claimable_until = GREATEST(r.claimable_until, excluded.claimable_until),
+    outcome = CASE WHEN r.outcome = 'skipped' THEN 'paused' ELSE r.outcome END
+  RETURNING r.tick
+)
+SELECT (extract(epoch FROM c.tick) * 1000)::float8 AS tick_ms, false AS claimed, false AS busy, true AS paused,
+       (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+  FROM c`;
+
 /**
  * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null (the current period on the database clock, as
  * `CLAIM_TICK` names it): whether the tick is already claimed, counting this replica in its `skipped_elsewhere` when
  * it is, and the clock. A tick left `skipped` (busy) is open: a later claim may still take it.
  */
 export const CHECK_TICK = `WITH t AS (
-  SELECT COALESCE(to_timestamp($2::float8 / 1000),
-                  to_timestamp(floor(extract(epoch FROM clock_timestamp()) * 1000 / $3::float8) * $3::float8 / 1000)) AS tick
+  SELECT ${TICK_OF_$2_$3} AS tick
 ), u AS (
   UPDATE locking_job_run r SET skipped_elsewhere = r.skipped_elsewhere + 1
     FROM t WHERE r.job = $1 AND r.tick = t.tick AND r.outcome <> 'skipped'

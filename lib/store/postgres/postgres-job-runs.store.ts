@@ -48,6 +48,15 @@ export class PostgresJobRunStore extends JobRunStore {
     const until = 'at' in tick ? (tick.until ?? null) : null;
     const period = 'periodMs' in tick ? tick.periodMs : null;
     return claimResolvingLoss(stamp, async () => {
+      if (stamp === null) {
+        // The job's locks were busy: its holder may be recording another tick (the tick is named by the clock), so a
+        // tick of a paused job is recorded `paused` here too, never left `skipped`.
+        const paused = await this.runner.run<ClaimRow>('claimJobTick', false, {
+          text: SQL.RECORD_PAUSED_TICK,
+          values: [job, at, period, until],
+        });
+        if (paused.rows.length > 0) return toClaim(paused.rows[0]!);
+      }
       // `grants`: a claim that may have committed without its answer is `outcomeUnknown` (then made again).
       const { rows } = await this.runner.run<ClaimRow>('claimJobTick', true, {
         text: SQL.CLAIM_TICK,
