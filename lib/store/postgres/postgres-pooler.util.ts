@@ -28,9 +28,13 @@ const BACKEND_PID = 'SELECT pg_backend_pid() AS pid';
  * connections shows a different pid only sometimes), so every pooler is a `'pooler'` at best.
  *
  * Each round also tries what only a pooler does: A reads its pid, B opens a transaction and reads its pid, A reads
- * its pid again while B's transaction is open, and B commits (sent at once, so that a pooler with a single server
- * connection does not wait forever). B seeing A's pid, or A's pid changing, is a pooler sharing server connections
- * between transactions (`'transaction'`); a pooler in statement mode refuses B's `BEGIN` (`'statement'`).
+ * its pid again while B's transaction is open, B commits (sent at once, so that a pooler with a single server
+ * connection does not wait forever), and A reads its pid twice more with both idle. B seeing A's pid, or A's pid
+ * changing, is a pooler sharing server connections between transactions (`'transaction'`); a pooler in statement
+ * mode refuses B's `BEGIN` (`'statement'`). A pooler that hands out its idle server connections in turn
+ * (`server_round_robin`) gives A's last two reads two different ones once it has two, and A's read during B's
+ * transaction makes it open a second: such a pooler is seen sharing at every check, so `pooler: 'session'` declared
+ * on it is refused.
  * @internal
  */
 export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise<PoolTopology> {
@@ -57,7 +61,12 @@ export async function detectPoolTopology(pool: Pool, timeoutMs: number): Promise
       const again = pidOf(a, timeoutMs);
       const committed = b.query(timed('COMMIT', timeoutMs));
       const [second] = await Promise.all([again, committed]);
-      if (inTransaction === first || second !== first) return 'transaction';
+      // Twice more with both connections idle: a pooler that hands out its idle server connections in turn (PgBouncer's
+      // server_round_robin) gives A's two reads two different ones once it has two, which the reads around B's
+      // transaction may miss (A's first read after it can get back the one it had).
+      const third = await pidOf(a, timeoutMs);
+      const fourth = await pidOf(a, timeoutMs);
+      if (inTransaction === first || second !== first || third !== second || fourth !== third) return 'transaction';
       proven &&= first === announcedPid(a) && second === first && inTransaction === announcedPid(b);
     }
     return proven ? 'session' : 'pooler';
