@@ -7,6 +7,7 @@ import { libraryContender } from './contenders/library.contender.js';
 import { mysqlFloorContender } from './contenders/mysql-floor.contender.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
 import { formatLeaderHandover, leaderHandoverCount, measureMysqlLeaderHandover, MYSQL_WAKE_UP } from './leader-handover.js';
+import { formatHotName, measureHotName } from './hot-name.js';
 import { type MysqlBenchDatabase, openMysqlBenchDatabase } from './mysql-database.js';
 import { type BenchPlan, find, formatTable, formatTargets, ratio, retryShare, type TargetResult } from './report.js';
 import { runWorkload } from './rounds.js';
@@ -127,6 +128,7 @@ export async function runMysqlBench(plan: BenchPlan, handoffs: number): Promise<
     }
     const handoff = await measureHandoff(database.url, handoffs);
     const leader = await measureMysqlLeaderHandover(database.url, leaderHandoverCount());
+    const hot = formatHotName(await measureHotName(database.url, plan, database.name));
     const targets = evaluateMysqlTargets(measurements, handoff);
     return {
       lines: [
@@ -144,11 +146,13 @@ export async function runMysqlBench(plan: BenchPlan, handoffs: number): Promise<
         '',
         ...formatLeaderHandover(leader, MYSQL_WAKE_UP),
         '',
+        ...hot.lines,
+        '',
         `MariaDB targets (ratios judged on the median of the ${plan.rounds} per-round ratios):`,
         formatTargets(targets),
         ...informativeMysqlRatios(measurements),
       ],
-      missed: targets.filter((t) => !t.met).map((t) => t.label),
+      missed: [...targets.filter((t) => !t.met).map((t) => t.label), ...hot.missed],
     };
   } finally {
     process.off('SIGINT', dispose);

@@ -21,6 +21,7 @@ import { libraryContender } from './contenders/library.contender.js';
 import { seedContender } from './contenders/seed.contender.js';
 import { describeHost, describeMachine } from './machine.js';
 import { formatHandoffTable, type HandoffResult, measureHandoff } from './handoff.js';
+import { formatHotName, hotNameOnly, measureHotName } from './hot-name.js';
 import { formatJobTick, measureJobTick } from './job-tick.js';
 import { formatLeaderHandover, leaderHandoverCount, measureLeaderHandover, mysqlLeaderLines } from './leader-handover.js';
 import { runGaleraBench } from './galera-bench.js';
@@ -87,12 +88,12 @@ function contendersFor(url: string, workload: Workload): Contender[] {
 }
 
 /** What `BENCH_ONLY` may name: those rows are measured alone. */
-const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu', 'leader', 'jobs', 'galera'] as const;
+const ONLY = ['telemetry', 'groups', 'w1', 'mysql', 'workloads', 'cpu', 'leader', 'jobs', 'galera', 'hot'] as const;
 
 /**
  * `BENCH_ONLY=telemetry`, `groups`, `w1`, `mysql`, `workloads` (W1, W2, W3 and their targets), `cpu` (the client CPU
- * per W1 cycle against bare `pg`), `leader` (the leader hand-over), `jobs` (the job tick) or `galera` (two instances
- * on two nodes of a Galera cluster) alone.
+ * per W1 cycle against bare `pg`), `leader` (the leader hand-over), `jobs` (the job tick), `galera` (two instances
+ * on two nodes of a Galera cluster) or `hot` (one hot name, on PostgreSQL then MariaDB/MySQL) alone.
  */
 function benchOnly(): (typeof ONLY)[number] | undefined {
   const only = process.env.BENCH_ONLY;
@@ -255,6 +256,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
   let breakdown: string[] = [];
   let leaderAndJobs: string[] = [];
   let cpu: RunPart = { lines: [], missed: [] };
+  let hot: RunPart = { lines: [], missed: [] };
   if (!telemetryOnly) {
     measurements.push(...(await measureWorkloads(database, plan)));
     breakdown = await explainW1(database, measurements);
@@ -263,6 +265,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
     groups = await measureGroupSizes(database);
     groupBreakdown = await measureGroupBreakdown(database);
     leaderAndJobs = await leaderAndJobLines(database);
+    hot = formatHotName(await measureHotName(database.url, plan));
   }
   const telemetry = await measureTelemetry(database, plan);
   process.stderr.write(`measured in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
@@ -273,6 +276,7 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
     ...[...targets, overhead].filter((t) => !t.met).map((t) => t.label),
     ...(handoffMet ? [] : ['hand-off median']),
     ...cpu.missed,
+    ...hot.missed,
   ];
   const main = telemetryOnly
     ? []
@@ -290,6 +294,8 @@ async function postgresRows(database: BenchDatabase, plan: BenchPlan, telemetryO
         ...groupBreakdown,
         '',
         ...leaderAndJobs,
+        '',
+        ...hot.lines,
         '',
       ];
   return {
@@ -358,6 +364,11 @@ async function main(): Promise<number> {
     return summary(part.missed);
   }
   if (only === 'leader' || only === 'jobs') return leaderOrJobsOnly(only);
+  if (only === 'hot') {
+    const part = await hotNameOnly(plan);
+    console.log(['', ...part.lines].join('\n'));
+    return summary(part.missed);
+  }
   if (only === 'galera') {
     console.log(['', ...(await galeraLines())].join('\n'));
     return 0;
