@@ -158,33 +158,36 @@ function libraryCycles(instances: readonly LockService[], perInstance: number, n
   );
 }
 
+/** One cycle per session of the database's own lock (`take` blocks until granted), and the closing of them all. */
+function sessionCycles<S>(
+  sessions: readonly S[],
+  take: (session: S) => Promise<unknown>,
+  give: (session: S) => Promise<unknown>,
+  end: (session: S) => Promise<unknown>,
+): { cycles: Cycle[]; close: () => Promise<void> } {
+  return {
+    cycles: sessions.map((session, index) => nativeCycle(index % INSTANCES, () => take(session), () => give(session))),
+    close: async () => void (await Promise.all(sessions.map(end))),
+  };
+}
+
 /** The database's own lock on one name, one session per caller, blocking: the speed reference (not durable). */
 async function nativeCycles(url: string, mysql: boolean, prefix: string): Promise<{ cycles: Cycle[]; close: () => Promise<void> }> {
   if (mysql) {
-    const connections = await Promise.all(Array.from({ length: CALLERS }, () => connectMysql(url)));
     const name = `${prefix}:${HOT}`;
-    return {
-      cycles: connections.map((connection, index) =>
-        nativeCycle(
-          index % INSTANCES,
-          () => connection.query('SELECT GET_LOCK(?, 10)', [name]),
-          () => connection.query('SELECT RELEASE_LOCK(?)', [name]),
-        ),
-      ),
-      close: async () => void (await Promise.all(connections.map((connection) => connection.end()))),
-    };
+    return sessionCycles(
+      await Promise.all(Array.from({ length: CALLERS }, () => connectMysql(url))),
+      (connection) => connection.query('SELECT GET_LOCK(?, 10)', [name]),
+      (connection) => connection.query('SELECT RELEASE_LOCK(?)', [name]),
+      (connection) => connection.end(),
+    );
   }
-  const clients = await openClients(url, CALLERS);
-  return {
-    cycles: clients.map((client, index) =>
-      nativeCycle(
-        index % INSTANCES,
-        () => client.query('SELECT pg_advisory_lock($1)', [ADVISORY_KEY]),
-        () => client.query('SELECT pg_advisory_unlock($1)', [ADVISORY_KEY]),
-      ),
-    ),
-    close: async () => void (await Promise.all(clients.map((client) => client.end()))),
-  };
+  return sessionCycles(
+    await openClients(url, CALLERS),
+    (client) => client.query('SELECT pg_advisory_lock($1)', [ADVISORY_KEY]),
+    (client) => client.query('SELECT pg_advisory_unlock($1)', [ADVISORY_KEY]),
+    (client) => client.end(),
+  );
 }
 
 /**

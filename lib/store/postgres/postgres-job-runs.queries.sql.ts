@@ -81,8 +81,9 @@ const TICK_OF_$2_$3 = `COALESCE(to_timestamp($2::float8 / 1000),
 /**
  * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null, $4 until when the tick can be claimed (epoch ms,
  * with $2) or null: a tick of a paused job, recorded `paused` with the pause's actor and reason by a replica that found
- * the job's locks busy (a tick some replica claimed already is left as it is). No row: the job is not paused. The
- * answer has the columns of `CLAIM_TICK`.
+ * the job's locks busy; only a tick nobody has recorded, or one recorded `skipped`, becomes `paused` (one some replica
+ * claimed, or recorded `paused` already, is left as it is). No row: the job is not paused. The answer has the columns
+ * of `CLAIM_TICK`.
  */
 export const RECORD_PAUSED_TICK = `WITH p AS (
   SELECT actor, reason FROM locking_job_pause WHERE job = $1
@@ -94,16 +95,14 @@ export const RECORD_PAUSED_TICK = `WITH p AS (
          CASE WHEN $2::float8 IS NULL THEN t.tick + $3::float8 * interval '1 millisecond'
               ELSE GREATEST(t.tick, to_timestamp($4::float8 / 1000)) END
     FROM t, p
-  ON CONFLICT (job, tick) DO UPDATE SET
-    actor = CASE WHEN r.outcome = 'skipped' THEN excluded.actor ELSE r.actor END,
-    reason = CASE WHEN r.outcome = 'skipped' THEN excluded.reason ELSE r.reason END,
-    claimable_until = GREATEST(r.claimable_until, excluded.claimable_until),
-    outcome = CASE WHEN r.outcome = 'skipped' THEN 'paused' ELSE r.outcome END
-  RETURNING r.tick
+  ON CONFLICT (job, tick) DO UPDATE
+    SET outcome = 'paused', actor = excluded.actor, reason = excluded.reason,
+        claimable_until = GREATEST(r.claimable_until, excluded.claimable_until)
+  WHERE r.outcome = 'skipped'
 )
-SELECT (extract(epoch FROM c.tick) * 1000)::float8 AS tick_ms, false AS claimed, false AS busy, true AS paused,
+SELECT (extract(epoch FROM t.tick) * 1000)::float8 AS tick_ms, false AS claimed, false AS busy, true AS paused,
        (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
-  FROM c`;
+  FROM t, p`;
 
 /**
  * $1 job, $2 tick (epoch ms) or null, $3 period (ms) when $2 is null (the current period on the database clock, as
