@@ -125,8 +125,15 @@ CREATE TABLE locking_waiters (
   expires timestamp with time zone NOT NULL,
   seq bigint NOT NULL DEFAULT nextval('locking_waiter_seq'::regclass),
   registered timestamp with time zone NOT NULL DEFAULT now(),
+  instance character varying(200),
+  default_read integer,
+  default_write integer,
+  lease_ms integer,
+  handover boolean NOT NULL DEFAULT false,
+  granted bigint,
   CONSTRAINT locking_waiters_pk PRIMARY KEY (lock_name, waiter)
 );
+CREATE INDEX locking_waiters_granted_idx ON public.locking_waiters USING btree (granted) WHERE (granted IS NOT NULL);
 CREATE INDEX locking_waiters_waiter_idx ON public.locking_waiters USING btree (waiter);
 
 CREATE OR REPLACE FUNCTION public.locking_claim_controlled_tick(p_job character varying, p_at double precision, p_period double precision, p_app_id character varying, p_stamp bigint, p_until double precision)
@@ -273,6 +280,77 @@ AS $function$
    END
    $function$;
 
+CREATE OR REPLACE FUNCTION public.locking_hand_over(p_freed text[], p_sync text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_waiter        text;
+     v_from          integer := 1;
+     v_to            integer;
+     p_names         text[];
+     p_modes         text[];
+     p_default_read  integer;
+     p_default_write integer;
+     v_app           text;
+     v_instance      text;
+     v_expires       timestamptz;
+     v_lease_ms      integer;
+     v_rows          integer;
+     v_stamp         bigint;
+   BEGIN
+     SELECT w.waiter INTO v_waiter FROM locking_waiters w
+      WHERE w.lock_name = ANY (p_freed) AND w.expires > now() ORDER BY w.seq LIMIT 1;
+     IF v_waiter IS NOT NULL THEN
+       SELECT array_agg(w.lock_name::text ORDER BY w.lock_name COLLATE "C"), array_agg(w.mode::text ORDER BY w.lock_name COLLATE "C")
+         INTO p_names, p_modes FROM locking_waiters w WHERE w.waiter = v_waiter AND w.handover;
+     END IF;
+     IF p_names IS NOT NULL THEN
+       PERFORM pg_advisory_xact_lock(1819239275, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+       SELECT min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
+              count(*)
+         INTO v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_rows
+         FROM (SELECT w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms FROM locking_waiters w
+                WHERE w.waiter = v_waiter AND w.granted IS NULL AND w.expires > now() FOR UPDATE) AS s;
+       v_to := cardinality(p_names);
+       IF v_rows = v_to AND NOT EXISTS (SELECT 1
+           FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
+          WHERE ((SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL
+                 AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
+                             OR count(*) FILTER (WHERE h.mode <> r.mode) > 0
+                        FROM (SELECT held.mode, lim.permits
+                                FROM (SELECT coalesce((SELECT p.permits FROM locking_permissions p
+                                                        WHERE p.lock_name = r.name AND p.mode = r.mode),
+                                                      CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END
+                                                     )::bigint AS permits) AS lim
+                                CROSS JOIN LATERAL (SELECT l.mode FROM locking l WHERE l.lock_name = r.name
+                                                     LIMIT lim.permits + 1) AS held) AS h))
+             OR EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name
+                               AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')))) THEN
+         v_stamp := nextval('locking_stamp_seq');
+         UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter;
+         INSERT INTO locking (lock_name, mode, app_id, stamp)
+           SELECT r.name, r.mode, v_app, v_stamp FROM unnest(p_names, p_modes) AS r(name, mode);
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, v_app, v_instance, p_names, p_modes::char(1)[], 'ACQUIRED',
+                   least(v_expires, now() + v_lease_ms * interval '1 millisecond'));
+         -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
+         PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true);
+         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp);
+         p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
+                           WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+       END IF;
+     END IF;
+     PERFORM locking_notify_freed(p_freed);
+   END
+   $function$;
+
 CREATE OR REPLACE FUNCTION public.locking_notify_freed(p_names text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -323,6 +401,33 @@ AS $function$
    END
    $function$;
 
+CREATE OR REPLACE FUNCTION public.locking_reap_lapsed(p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_reaped bigint[];
+     v_freed  text[];
+   BEGIN
+     WITH lapsed AS (
+       SELECT g.stamp FROM locking_log g
+        WHERE g.stamp IN (SELECT l.stamp FROM locking l WHERE l.lock_name = ANY (p_names))
+          AND g.status IN ('ACQUIRED', 'BUSINESS_DONE') AND g.lease_expires < now()
+        FOR UPDATE SKIP LOCKED),
+     reaped AS (
+       UPDATE locking_log g SET status = 'REAPED', ended = now(), version = g.version + 1
+         FROM lapsed s WHERE g.stamp = s.stamp
+       RETURNING g.stamp)
+     SELECT array_agg(stamp) INTO v_reaped FROM reaped;
+     IF v_reaped IS NOT NULL THEN
+       WITH freed AS (DELETE FROM locking WHERE stamp = ANY (v_reaped) RETURNING lock_name)
+       SELECT coalesce(array_agg(DISTINCT lock_name), '{}') INTO v_freed FROM freed;
+       DELETE FROM locking_waiters WHERE granted = ANY (v_reaped);
+       PERFORM locking_notify_freed(v_freed);
+     END IF;
+   END
+   $function$;
+
 CREATE OR REPLACE FUNCTION public.locking_recover(p_app_id text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -349,6 +454,7 @@ AS $function$
      v_names    text[];
      v_freed    text[] := '{}';
      v_released bigint[] := '{}';
+     v_sync     text := current_setting('synchronous_commit');
    BEGIN
      PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
              CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
@@ -358,6 +464,7 @@ AS $function$
        RETURNING lock_names INTO v_names;
        IF FOUND THEN
          DELETE FROM locking WHERE stamp = v_stamp;
+         DELETE FROM locking_waiters WHERE granted = v_stamp;
        END IF;
        IF v_names IS NOT NULL THEN
          v_released := v_released || v_stamp;
@@ -366,7 +473,7 @@ AS $function$
        END IF;
      END LOOP;
      IF cardinality(v_freed) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_freed)) THEN
-       PERFORM locking_notify_freed(v_freed);
+       PERFORM locking_hand_over(v_freed, v_sync);
      END IF;
      RETURN v_released;
    END
@@ -379,6 +486,7 @@ AS $function$
    DECLARE
      v_stamp ALIAS FOR p_stamp;
      v_names text[];
+     v_sync  text := current_setting('synchronous_commit');
    BEGIN
      PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
              CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
@@ -387,12 +495,13 @@ AS $function$
        RETURNING lock_names INTO v_names;
        IF FOUND THEN
          DELETE FROM locking WHERE stamp = v_stamp;
+         DELETE FROM locking_waiters WHERE granted = v_stamp;
        END IF;
      IF v_names IS NULL THEN
        RETURN false;
      END IF;
      IF cardinality(v_names) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_names)) THEN
-       PERFORM locking_notify_freed(v_names);
+       PERFORM locking_hand_over(v_names, v_sync);
      END IF;
      RETURN true;
    END
@@ -440,7 +549,6 @@ AS $function$
      ELSE
        -- Several names: plan this call's statements once (see GENERIC_PLANS).
        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
-       -- Every key in one statement, in ascending order: the sorted subquery hands them to the calls one by one.
        PERFORM pg_advisory_xact_lock(1819239275, keys.k)
           FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
      END IF;
@@ -448,9 +556,26 @@ AS $function$
      FOREACH v_to IN ARRAY p_group_ends LOOP
        v_group := v_group + 1;
        v_waiter := p_waiters[v_group];
-       IF v_from = v_to THEN
-         v_name := p_names[v_from];
-         v_mode := p_modes[v_from];
+       v_stamp := NULL;
+       IF v_waiter IS NOT NULL THEN
+         SELECT w.granted INTO v_stamp FROM locking_waiters w
+          WHERE w.waiter = v_waiter AND w.granted IS NOT NULL LIMIT 1;
+         IF v_stamp IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+           UPDATE locking_log SET lease_expires = now() + p_lease_ms * interval '1 millisecond', version = version + 1
+            WHERE stamp = v_stamp AND status IN ('ACQUIRED', 'BUSINESS_DONE') AND lease_expires > now();
+           IF NOT FOUND THEN
+             v_stamp := NULL;
+           END IF;
+         END IF;
+         IF v_stamp IS NULL THEN
+           PERFORM locking_reap_lapsed(p_names[v_from:v_to]);
+         END IF;
+       END IF;
+       IF v_stamp IS NULL THEN
+         IF v_from = v_to THEN
+           v_name := p_names[v_from];
+           v_mode := p_modes[v_from];
          v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
          IF v_busy THEN
            SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
@@ -471,8 +596,8 @@ AS $function$
                                                 WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
                                                   AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
-       ELSE
-         v_busy := EXISTS (SELECT 1
+         ELSE
+           v_busy := EXISTS (SELECT 1
            FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
           WHERE ((SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL
                  AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
@@ -491,25 +616,22 @@ AS $function$
                                AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
                                                 WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
                                                   AND (g.mode = 'W' OR l.mode = 'W'))));
-       END IF;
-       IF v_busy THEN
-         v_stamps := v_stamps || 0::bigint;
-       ELSE
-         v_stamp := nextval('locking_stamp_seq');
-         IF v_from = v_to THEN
-           INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+         END IF;
+         IF v_busy THEN
+           v_stamp := 0;
          ELSE
+           v_stamp := nextval('locking_stamp_seq');
            INSERT INTO locking (lock_name, mode, app_id, stamp)
              SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
-         END IF;
-         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
-           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
-                   now() + p_lease_ms * interval '1 millisecond');
+           INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+             VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                     now() + p_lease_ms * interval '1 millisecond');
          IF v_waiter IS NOT NULL THEN
            DELETE FROM locking_waiters WHERE waiter = v_waiter;
          END IF;
-         v_stamps := v_stamps || v_stamp;
+         END IF;
        END IF;
+       v_stamps := v_stamps || v_stamp;
        v_from := v_to + 1;
      END LOOP;
      RETURN v_stamps;
@@ -537,6 +659,24 @@ AS $function$
      END IF;
      PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
      PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_name));
+     IF v_waiter IS NOT NULL THEN
+         SELECT w.granted INTO v_stamp FROM locking_waiters w
+          WHERE w.waiter = v_waiter AND w.granted IS NOT NULL LIMIT 1;
+         IF v_stamp IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+           UPDATE locking_log SET lease_expires = now() + p_lease_ms * interval '1 millisecond', version = version + 1
+            WHERE stamp = v_stamp AND status IN ('ACQUIRED', 'BUSINESS_DONE') AND lease_expires > now();
+           IF NOT FOUND THEN
+             v_stamp := NULL;
+           END IF;
+         END IF;
+         IF v_stamp IS NULL THEN
+           PERFORM locking_reap_lapsed(ARRAY[v_name]);
+         END IF;
+       IF v_stamp IS NOT NULL THEN
+         RETURN v_stamp;
+       END IF;
+     END IF;
          v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
          IF v_busy THEN
            SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
@@ -562,9 +702,9 @@ AS $function$
      END IF;
      v_stamp := nextval('locking_stamp_seq');
      INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
-         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
-           VALUES (v_stamp, p_app_id, p_instance, ARRAY[v_name], ARRAY[v_mode]::char(1)[], 'ACQUIRED',
-                   now() + p_lease_ms * interval '1 millisecond');
+     INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+       VALUES (v_stamp, p_app_id, p_instance, ARRAY[v_name], ARRAY[v_mode]::char(1)[], 'ACQUIRED',
+               now() + p_lease_ms * interval '1 millisecond');
          IF v_waiter IS NOT NULL THEN
            DELETE FROM locking_waiters WHERE waiter = v_waiter;
          END IF;

@@ -107,6 +107,7 @@ export {
   MysqlQuietRelease1797000000000,
   GroupCheckProbes1797100000000,
   MysqlCertifiedWrites1797200000000,
+  LockHandOver1797300000000,
   lockMigrations,
   type LockMigrationClass,
 } from './migrations/index.js';

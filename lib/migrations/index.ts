@@ -16,6 +16,7 @@ import { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 import { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 import { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
 import { MysqlCertifiedWrites1797200000000 } from './1797200000000-mysql-certified-writes.js';
+import { LockHandOver1797300000000 } from './1797300000000-lock-hand-over.js';
 
 export { CreateLockTables1763683200000 } from './1763683200000-create-lock-tables.js';
 export { FasterLockFunctions1795247677000 } from './1795247677000-faster-lock-functions.js';
@@ -35,6 +36,7 @@ export { LeaderTerms1796900000000 } from './1796900000000-leader-terms.js';
 export { MysqlQuietRelease1797000000000 } from './1797000000000-mysql-quiet-release.js';
 export { GroupCheckProbes1797100000000 } from './1797100000000-group-check-probes.js';
 export { MysqlCertifiedWrites1797200000000 } from './1797200000000-mysql-certified-writes.js';
+export { LockHandOver1797300000000 } from './1797300000000-lock-hand-over.js';
 
 /**
  * The migrations of nestjs-db-locks, in order: add them all to your DataSource's `migrations` (new ones come with
@@ -60,6 +62,7 @@ export const LOCK_MIGRATIONS = [
   MysqlQuietRelease1797000000000,
   GroupCheckProbes1797100000000,
   MysqlCertifiedWrites1797200000000,
+  LockHandOver1797300000000,
 ] as const;
 
 export { lockMigrations, type LockMigrationClass } from './lock-migrations.factory.js';

@@ -17,7 +17,7 @@ import { LockLeases } from './lock-leases.service.js';
 import { LockNotifications } from './lock-notifications.service.js';
 import { LockOutcomes } from './lock-outcomes.ledger.js';
 import { LockRefusals } from './lock-refusals.tracker.js';
-import { waitForGroup } from './lock-waiter.js';
+import { waitForGroup, type WaitContext } from './lock-waiter.js';
 import { bounded, NEVER } from '../utils/wait-timing.util.js';
 
 /**
@@ -92,10 +92,17 @@ export class LockAcquisitions {
       if (found) sentAt = found.sentAt;
       return found?.stamp ?? 0;
     };
+    // A grant a release handed over: its lease ends when the waiter's rows did then, `ttlMs` after the last refresh
+    // the database answered (sent at `refreshSentAt`), unless the grant's own lease is shorter.
+    let handedOverLeaseMs: number | undefined;
+    const handedOver = (refreshSentAt: number, ttlMs: number) => {
+      sentAt = refreshSentAt;
+      handedOverLeaseMs = Math.min(ttlMs, leaseMs);
+    };
     const trace = this.telemetry.acquiring(group, waitMs);
     let stamp: number;
     try {
-      stamp = waitMs > 0 ? await this.waitFor(group, { waitMs, leaseMs }, signal, attempt, resolve) : await attempt();
+      stamp = waitMs > 0 ? await this.waitFor(group, { waitMs, leaseMs }, signal, { attempt, resolve, handedOver }) : await attempt();
     } catch (error) {
       if (error instanceof LockConfigurationError) this.refusals.refused(error);
       throw trace.failed(error);
@@ -103,7 +110,7 @@ export class LockAcquisitions {
     this.refusals.answered();
     if (stamp > 0) {
       this.granted++;
-      this.leases.track(stamp, sentAt, unbounded);
+      this.leases.track(stamp, sentAt, unbounded, handedOverLeaseMs);
     } else {
       this.busy++;
     }
@@ -116,13 +123,12 @@ export class LockAcquisitions {
     group: readonly LockRequest[],
     { waitMs, leaseMs }: { readonly waitMs: number; readonly leaseMs: number },
     signal: AbortSignal | undefined,
-    attempt: (waiter: string) => Promise<number>,
-    resolve: (since: number) => Promise<number>,
+    steps: Pick<WaitContext, 'attempt' | 'resolve' | 'handedOver'>,
   ): Promise<number> {
     const { store, notifications } = this;
     const { waitRecheckMs: recheckMs } = this.options;
-    const cleanUp = (waiter: string, after: Promise<unknown>) => this.removeWaiter(waiter, after);
-    const context = { store, attempt, resolve, notifications, recheckMs, leaseMs, cleanUp };
+    const cleanUp = (waiter: string, after: Promise<unknown>, keep?: number) => this.removeWaiter(waiter, after, keep);
+    const context: WaitContext = { ...steps, store, notifications, recheckMs, leaseMs, cleanUp };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
     this.waits.add(waiting);
@@ -146,10 +152,15 @@ export class LockAcquisitions {
 
   /**
    * Removes `waiter`'s rows once `after` has settled; a removal that fails is queued in `LockLeases.retries`, made
-   * again as soon as the database answers. Never rejects.
+   * again as soon as the database answers. A grant a release handed the waiter meanwhile is released, unless it is
+   * `keep` (the wait took it). Never rejects.
    */
-  private removeWaiter(waiter: string, after: Promise<unknown>): Promise<void> {
-    const remove = () => this.store.unregisterWaiter(waiter);
+  private removeWaiter(waiter: string, after: Promise<unknown>, keep?: number): Promise<void> {
+    const remove = async () => {
+      const granted = await this.store.unregisterWaiter(waiter);
+      // Nobody holds it: should this release fail, its short lease ends and the next attempt on the name reaps it.
+      if (granted > 0 && granted !== keep) await this.store.release(granted).catch(() => undefined);
+    };
     const removal = after.then(remove).then(
       () => undefined,
       () => this.leases.retries.add(WAITER_KEY + waiter, remove),

@@ -54,6 +54,8 @@ export class LockLeases {
   /** The releases that failed (and the waiter clean-ups of `LockAcquisitions`), made again until they succeed. */
   readonly retries = new LockReleaseRetries();
   private watchdog?: NodeJS.Timeout;
+  /** The timers of `renewEarly`. */
+  private readonly earlyRenewals = new Set<NodeJS.Timeout>();
   private watchdogAt = Infinity;
   /** When the first of the renewals failing since the last success was sent (monotonic clock); none failing: undefined. */
   private failingSince?: number;
@@ -97,11 +99,11 @@ export class LockLeases {
   /**
    * Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). `unbounded`: a leader's
    * grant, which `maxHoldMs` does not bound (acquired with a lease of `startLeaseMs(true)`); it is held for as long as
-   * its renewals succeed.
+   * its renewals succeed. `leaseMs`: a grant a release handed over, whose lease is shorter than a grant's (see
+   * `LockAcquisitions`): it is renewed once half of it has passed, if still held, not at the next renewal tick.
    */
-  track(stamp: number, sentAt: number, unbounded: boolean): void {
+  track(stamp: number, sentAt: number, unbounded: boolean, leaseMs = this.startLeaseMs(unbounded)): void {
     const maxHoldMs = unbounded ? 0 : this.options.maxHoldMs;
-    const leaseMs = this.startLeaseMs(unbounded);
     const holdDeadline = maxHoldMs > 0 ? sentAt + maxHoldMs : Infinity;
     const deadline = sentAt + leaseMs;
     // The wall clock when the acquisition was sent: read now, shifted back by the time since (monotonic).
@@ -120,6 +122,18 @@ export class LockLeases {
       committed: false,
     });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
+    if (leaseMs < this.startLeaseMs(unbounded)) this.renewEarly(stamp, sentAt + leaseMs / 2);
+  }
+
+  /** Renews every lease at `at` (`LockLeases.now()`) if `stamp` is still held then (a short lease, see `track`). */
+  private renewEarly(stamp: number, at: number): void {
+    const timer = setTimeout(() => {
+      this.earlyRenewals.delete(timer);
+      // A failure is made again as soon as the database answers (see `renew`); the watchdog tells the holder first.
+      if (this.held.get(stamp)?.releasing === false) this.renew().catch(() => undefined);
+    }, Math.max(0, at - LockLeases.now()));
+    timer.unref();
+    this.earlyRenewals.add(timer);
   }
 
   /** Marks a grant whose release is being sent (it stays held until the release answers). */
@@ -366,6 +380,8 @@ export class LockLeases {
   /** Stops the watchdog and the retries of failed clean-ups, at the very end of shutdown (nothing is held any more). */
   stop(): void {
     this.retries.stop();
+    for (const timer of this.earlyRenewals) clearTimeout(timer);
+    this.earlyRenewals.clear();
     clearTimeout(this.watchdog);
     this.watchdogAt = Infinity;
   }

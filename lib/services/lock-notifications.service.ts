@@ -18,6 +18,9 @@ interface Subscriber {
   readonly wake: () => void;
 }
 
+/** A grant a release handed to a waiter of this process (`ListenerCallbacks.handedOver`). */
+export type HandOverCallback = (stamp: number) => void;
+
 /**
  * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
  * it before it registers). A notification wakes the waiters of the freed names; `'*'` wakes every waiter. A lost
@@ -33,6 +36,8 @@ interface Subscriber {
 export class LockNotifications implements OnModuleDestroy {
   private readonly logger = new Logger('LockModule');
   private readonly subscribers = new Set<Subscriber>();
+  /** The waits of this process that can be handed a grant, by waiter id. */
+  private readonly handOvers = new Map<string, HandOverCallback>();
   private listener?: Promise<LockListener | undefined>;
   private closed = false;
   private reopenTimer?: NodeJS.Timeout;
@@ -41,11 +46,19 @@ export class LockNotifications implements OnModuleDestroy {
 
   constructor(@Inject(LockStore) private readonly store: LockStore) {}
 
-  /** Calls `wake` whenever one of `names` may have been freed; returns the unsubscribe function. */
-  subscribe(names: Iterable<string>, wake: () => void): () => void {
+  /**
+   * Calls `wake` whenever one of `names` may have been freed, and `handedOver` when a release handed the waiter
+   * `waiter` a grant; returns the unsubscribe function. A hand-over for a waiter no longer subscribed is ignored: its
+   * clean-up (`LockStore.unregisterWaiter`) finds the grant and releases it.
+   */
+  subscribe(names: Iterable<string>, wake: () => void, waiter?: string, handedOver?: HandOverCallback): () => void {
     const subscriber: Subscriber = { names: new Set(names), wake };
     this.subscribers.add(subscriber);
-    return () => void this.subscribers.delete(subscriber);
+    if (waiter !== undefined && handedOver) this.handOvers.set(waiter, handedOver);
+    return () => {
+      this.subscribers.delete(subscriber);
+      if (waiter !== undefined && this.handOvers.get(waiter) === handedOver) this.handOvers.delete(waiter);
+    };
   }
 
   /**
@@ -61,6 +74,7 @@ export class LockNotifications implements OnModuleDestroy {
     this.listener ??= this.store
       .listen({
         freed: (names) => this.dispatch(names),
+        handedOver: (waiter, stamp) => this.handOvers.get(waiter)?.(stamp),
         lost: () => {
           this.listener = undefined;
           this.beginOutage('The lock listening connection broke');

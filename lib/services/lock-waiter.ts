@@ -7,6 +7,7 @@ import type { LockStore } from '../store/lock.store.js';
 import type { LockNotifications } from './lock-notifications.service.js';
 import { FIRST_BACKOFF_MS, resolveLostAnswer } from './lock-wait-outcome.js';
 import { bounded, jittered, NEVER, sleep } from '../utils/wait-timing.util.js';
+import { LockLeases } from './lock-leases.service.js';
 
 /** What a wait needs. @internal */
 export interface WaitContext {
@@ -19,6 +20,11 @@ export interface WaitContext {
    */
   readonly resolve: (since: number) => Promise<number>;
   readonly notifications: LockNotifications;
+  /**
+   * The wait took a grant a release handed it: its lease is counted from `refreshSentAt` (`LockLeases.now()`, the
+   * send time of the last refresh of the waiter's rows the database answered) for `ttlMs`.
+   */
+  readonly handedOver: (refreshSentAt: number, ttlMs: number) => void;
   /** Longest sleep between two checks without a notification. */
   readonly recheckMs: number;
   /**
@@ -28,9 +34,10 @@ export interface WaitContext {
   readonly leaseMs: number;
   /**
    * Removes the waiter's rows once `after` has settled (its last registration), and never rejects: a removal that
-   * fails is made again as soon as the database answers.
+   * fails is made again as soon as the database answers. A grant a release handed the waiter is released, unless it
+   * is `keep` (the wait took it).
    */
-  readonly cleanUp: (waiter: string, after: Promise<unknown>) => Promise<void>;
+  readonly cleanUp: (waiter: string, after: Promise<unknown>, keep?: number) => Promise<void>;
 }
 
 /**
@@ -88,13 +95,46 @@ export async function waitForGroup(
   const ttlMs = context.recheckMs * 3;
   let woken = false;
   let wake: () => void = () => undefined;
+  /** A grant a release handed this waiter, not taken yet. */
+  let handed: number | undefined;
+  /** The grant the wait took from a release (its rows stay until the clean-up, which must not release it). */
+  let tookHandOver: number | undefined;
+  /**
+   * When the last refresh of the rows that the database answered was sent (`LockLeases.now()`): a release that hands
+   * this waiter a grant ends its lease when the rows then ended, at least `ttlMs` after this (see HANDED_OVER).
+   * Before any answer, the first registration's: the rows can be handed over only once it landed.
+   */
+  let refreshSentAt = -Infinity;
   const unsubscribe = context.notifications.subscribe(
     group.map((r) => r.name),
     () => {
       woken = true;
       wake();
     },
+    waiter,
+    (stamp) => {
+      handed ??= stamp;
+      woken = true;
+      wake();
+    },
   );
+  /**
+   * The stamp the wait takes after an attempt that answered `attempted`: a grant handed over meanwhile, unless the
+   * attempt got one itself (it claimed the grant handed over, its lease counted from the attempt; or that grant's
+   * short lease had ended and the attempt granted anew) or the grant's lease has ended here already.
+   */
+  const takeHandOver = (attempted: number): number => {
+    if (handed === undefined) return attempted;
+    const stamp = handed;
+    handed = undefined;
+    if (attempted > 0 || LockLeases.now() >= refreshSentAt + ttlMs) {
+      if (attempted !== stamp) void context.store.release(stamp).catch(() => undefined);
+      return attempted;
+    }
+    tookHandOver = stamp;
+    context.handedOver(refreshSentAt, ttlMs);
+    return stamp;
+  };
   const onAbort = () => wake();
   signal.addEventListener('abort', onAbort);
   // An attempt the wait gave up on (the pool or the database did not answer in time) goes on in the background; the
@@ -114,7 +154,13 @@ export async function waitForGroup(
     /** Registers (or refreshes) the rows, waiting for the answer at most `waitMs` (and never past the deadline). */
     const register = async (waitMs: number) => {
       registering = true;
-      const sent = context.store.registerWaiter(waiter, group, ttlMs).then(() => void (registeredAt = Date.now()));
+      const sentAt = LockLeases.now();
+      if (refreshSentAt === -Infinity) refreshSentAt = sentAt;
+      const sent = context.store.registerWaiter(waiter, group, ttlMs).then((refreshed) => {
+        registeredAt = Date.now();
+        // Not refreshed: a release handed the rows a grant, whose lease this refresh did not extend.
+        if (refreshed) refreshSentAt = Math.max(refreshSentAt, sentAt);
+      });
       void sent.finally(() => (registering = false)).catch(() => undefined);
       // Also when it fails halfway, or is given up on: removing rows that are not there is harmless.
       registration = sent.catch(() => undefined);
@@ -135,7 +181,8 @@ export async function waitForGroup(
       // Its rows can tell a lost answer apart only when no registration may land after the attempt.
       const rowsTell = registeredAt > -Infinity && !registering;
       const sentAt = Date.now();
-      const trying = context.attempt(waiter);
+      // Handed a grant while asleep: no attempt (it would only claim that grant, one round trip later).
+      const trying = handed === undefined ? context.attempt(waiter) : Promise.resolve(0);
       try {
         let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
         // Aborted meanwhile: an answer that comes soon is awaited, so that a grant it brings is released below.
@@ -159,13 +206,17 @@ export async function waitForGroup(
           stamp = taken;
         }
       }
+      stamp = takeHandOver(stamp);
       if (signal.aborted) {
         // Nobody is left to use the grant; should the release fail, its lease runs out and the reaper frees it.
         if (stamp > 0) await context.store.release(stamp).catch(() => undefined);
         throw stopError(signal);
       }
       if (stamp > 0) {
-        if (!registering) registration = undefined; // the granting statement removed the waiter's rows
+        // The granting statement removed the waiter's rows, unless a registration was in flight during the attempt
+        // (its answer may come first although its rows landed after the grant). A grant handed over takes its rows
+        // with its release; a registration in flight may put rows back after it: the clean-up removes them.
+        if ((rowsTell || tookHandOver !== undefined) && !registering) registration = undefined;
         return stamp;
       }
       if (deadline - Date.now() <= 0) return 0;
@@ -197,7 +248,7 @@ export async function waitForGroup(
     unsubscribe();
     // Should this fail (the database is gone), it is made again once the database answers (the rows also expire by
     // themselves within `ttlMs`). A registration still in flight is removed once it has landed.
-    const cleanup = registration && context.cleanUp(waiter, registration);
+    const cleanup = registration && context.cleanUp(waiter, registration, tookHandOver);
     if (!abandoned && !registering) await cleanup;
     // A registration whose answer is on its way (its rows landed) is waited for a moment: a shutdown closes the pool
     // right after, and the rows would stay until they expire.

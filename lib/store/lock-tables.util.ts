@@ -134,6 +134,8 @@ const POSTGRES_OBJECTS = [
   'locking_reap',
   'locking_recover',
   'locking_notify_freed',
+  'locking_hand_over',
+  'locking_reap_lapsed',
   'locking_permissions_changed',
   'locking_force_release',
   'locking_claim_job_tick',

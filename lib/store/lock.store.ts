@@ -50,6 +50,8 @@ export interface LockListener {
 /** What `listen` reports: the names freed by a release or reap, `'*'` for "anything may have changed", or a loss. */
 export interface ListenerCallbacks {
   readonly freed: (names: readonly string[] | '*') => void;
+  /** A release handed `stamp` to the waiter `waiter` (committed): the grant is that waiter's. */
+  readonly handedOver: (waiter: string, stamp: number) => void;
   /** The connection broke: notifications may have been missed. */
   readonly lost: () => void;
 }
@@ -67,10 +69,13 @@ export abstract class LockStore {
    * (`grantLeaseMs` when omitted).
    */
   abstract tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs?: number): Promise<number>;
-  /** Registers (or refreshes) a waiter on the group's names for `ttlMs`. */
-  abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void>;
-  /** Removes a waiter's rows. */
-  abstract unregisterWaiter(waiter: string): Promise<void>;
+  /**
+   * Registers (or refreshes) a waiter on the group's names for `ttlMs`. False when its rows were not refreshed: a
+   * release has handed it a grant (`ListenerCallbacks.handedOver`), whose lease ends when the rows did then.
+   */
+  abstract registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<boolean>;
+  /** Removes a waiter's rows; the stamp a release handed it meanwhile (now the caller's to release), or 0. */
+  abstract unregisterWaiter(waiter: string): Promise<number>;
   /**
    * Whether `waiter` still has rows. An acquisition that grants a waiter removes its rows in the same commit, so rows
    * still there prove that an attempt whose answer was lost (a failover, a dropped connection) granted nothing.

@@ -59,6 +59,19 @@ async function groupCheckProbes(db: TestDatabase): Promise<boolean> {
   return rows[0]?.src.includes('(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL') ?? false;
 }
 
+/** Whether a release hands a freed name over (`LockHandOver1797300000000`): the columns and the two functions. */
+async function handOvers(db: TestDatabase): Promise<boolean> {
+  const columns = await db.query(
+    `SELECT 1 FROM information_schema.columns WHERE table_name = 'locking_waiters' AND column_name IN ('granted', 'handover')`,
+  );
+  const fns = await db.query(`SELECT 1 FROM pg_proc WHERE proname IN ('locking_hand_over', 'locking_reap_lapsed')`);
+  const release = await db.query<{ src: string }>(`SELECT prosrc AS src FROM pg_proc WHERE proname = 'locking_release_one'`);
+  const calls = release[0]?.src.includes('locking_hand_over') ?? false;
+  if (columns.length === 2 && fns.length === 2 && calls) return true;
+  if (columns.length === 0 && fns.length === 0 && !calls) return false;
+  throw new Error(`half a hand-over: ${columns.length} columns, ${fns.length} functions, release calls it: ${calls}`);
+}
+
 /** An instance of the library (its app id `appId`) starts on `db` as it is, takes and releases locks, and stops. */
 async function engineWorks(db: TestDatabase, appId: string): Promise<void> {
   const app = await createLockApp(db.url, { appId });
@@ -154,7 +167,16 @@ describe('shipped migrations', () => {
     expect(await groupChecks(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
     expect(await jobControls(db)).toBe(true);
+    expect(await handOvers(db)).toBe(true);
     await engineWorks(db, 'latest');
+
+    await dataSource.undoLastMigration(); // the hand-over: the columns and functions go, the eighth version is back
+    expect(await handOvers(db)).toBe(false);
+    expect(await groupCheckProbes(db)).toBe(true);
+    expect(await writersQueue(db)).toBe(true);
+    // The code of this version on a database before the hand-over: its waiters register as before and take their
+    // grants themselves.
+    await engineWorks(db, 'before-hand-over');
 
     await dataSource.undoLastMigration(); // MySQL's certified writes: nothing on PostgreSQL
     expect(await groupCheckProbes(db)).toBe(true);
@@ -253,6 +275,7 @@ describe('shipped migrations', () => {
     expect(await jobHistory(db)).toBe(true);
     expect(await writersQueue(db)).toBe(true);
     expect(await groupCheckProbes(db)).toBe(true);
+    expect(await handOvers(db)).toBe(true);
     await engineWorks(db, 'latest-again');
   });
 

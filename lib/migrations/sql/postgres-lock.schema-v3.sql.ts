@@ -18,7 +18,7 @@ import {
  * Turns the live log row of `v_stamp` of this app RELEASED (locking it first, as the reaper does), its names into
  * `v_names`, then deletes its lock rows. FOUND (of the update) when there was one.
  */
-const RELEASE_GRANT = `UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
+export const RELEASE_GRANT = `UPDATE locking_log SET status = 'RELEASED', ended = now(), version = version + 1
         WHERE stamp = v_stamp AND app_id = p_app_id AND status IN ${LIVE}
        RETURNING lock_names INTO v_names;
        IF FOUND THEN
@@ -26,7 +26,7 @@ const RELEASE_GRANT = `UPDATE locking_log SET status = 'RELEASED', ended = now()
        END IF;`;
 
 /** `locking_release`: as in the second version, with the log row taken before the lock rows. */
-const RELEASE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
+export const RELEASE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
    DECLARE
      v_stamp    bigint;
      v_names    text[];
@@ -48,7 +48,7 @@ ${RELEASE_SETTINGS}
    $fn$`;
 
 /** `locking_release_one`: as in the second version, with the log row taken before the lock rows. */
-const RELEASE_ONE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+export const RELEASE_ONE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
    RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp ALIAS FOR p_stamp;

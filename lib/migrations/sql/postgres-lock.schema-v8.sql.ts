@@ -20,10 +20,10 @@ import { groupBusy, tryAcquireFunctionV6 } from './postgres-lock.schema-v6.sql.j
  */
 
 /** Whether the request `r`'s name has a lock row: one index probe per name (see PROBE_EACH_NAME). */
-const HELD_BY_PROBE = '(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL';
+export const HELD_BY_PROBE = '(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL';
 
 /** `locking_try_acquire` (a batch of groups), eighth version. */
-const TRY_ACQUIRE_FUNCTION_V8 = tryAcquireFunctionV6(
+export const TRY_ACQUIRE_FUNCTION_V8 = tryAcquireFunctionV6(
   CHECK_NAME_IN_ORDER,
   groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE),
 );

@@ -112,7 +112,7 @@ export class MemoryLockStore extends LockStore {
     return this.db.permitsOf(name, mode) ?? (mode === 'W' ? write : read);
   }
 
-  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
+  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<boolean> {
     await roundTrip();
     const { db } = this;
     const now = db.now();
@@ -131,6 +131,7 @@ export class MemoryLockStore extends LockStore {
         });
       }
     }
+    return true; // no release hands a grant over here
   }
 
   async isWaiting(waiter: string): Promise<boolean> {
@@ -138,11 +139,12 @@ export class MemoryLockStore extends LockStore {
     return this.db.waiters.some((row) => row.waiter === waiter);
   }
 
-  async unregisterWaiter(waiter: string): Promise<void> {
+  async unregisterWaiter(waiter: string): Promise<number> {
     await roundTrip();
     const gone = this.db.deleteWaiters((row) => row.waiter === waiter);
     // A writer that leaves may let the readers that yielded to it in.
     this.db.notifyFreed(gone.filter((row) => row.mode === 'W').map((row) => row.name));
+    return 0;
   }
 
   async busyLocks(group: readonly LockRequest[]): Promise<BusyLock[]> {

@@ -162,7 +162,7 @@ export class MysqlLockStore extends LockStore {
     });
   }
 
-  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<void> {
+  async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<boolean> {
     const { appId } = this.options;
     await this.runner.write(
       'tryLocks',
@@ -170,10 +170,12 @@ export class MysqlLockStore extends LockStore {
       [...group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]), ttlMs],
     );
     this.wakeups.onWaiterRegistered();
+    return true; // no release hands a grant over here
   }
 
-  async unregisterWaiter(waiter: string): Promise<void> {
+  async unregisterWaiter(waiter: string): Promise<number> {
     await this.runner.write('tryLocks', SQL.DELETE_WAITER, [waiter]);
+    return 0;
   }
 
   async isWaiting(waiter: string): Promise<boolean> {

@@ -5,6 +5,12 @@
  */
 import { LIVE } from '../lock-sql.constants.js';
 
+/**
+ * The first character of a hand-over's notification (`chr(1)`, then the waiter id and the stamp, space-separated:
+ * `locking_hand_over`); a notification of freed names never starts with it (a lock name has no control character).
+ */
+export const HANDOVER_MARK = '\u0001';
+
 /** Namespace (first key) of the session advisory lock an instance holds on its `appId` while it lives. */
 export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
 
@@ -27,15 +33,40 @@ export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[]
  * (or null), $6 default read permits, $7 default write permits, $8 lease (ms) → the stamp, or 0. */
 export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $5, $6, $7, $8) AS stamp, ${DURABLE_COMMIT}`;
 
-/** $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows. */
+/**
+ * $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows, as an
+ * instance that cannot take a hand-over (a schema before `LockHandOver1797300000000`).
+ */
 export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
   SELECT n, $1, m, $2, now() + $5 * interval '1 millisecond' FROM unnest($3::text[], $4::text[]) AS t(n, m)
   ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires`;
+
+/**
+ * The same, with what a release needs to hand the waiter a grant: $6 instance, $7 default read permits, $8 default
+ * write permits, $9 the lease a grant starts with (ms) → `refreshed`, the rows inserted or extended. Rows already
+ * handed a grant are left as they are (0 refreshed): their `expires` became the grant's lease end, which a refresh
+ * sent later must not seem to extend (the holder counts that lease from the last refresh the database answered).
+ */
+export const REGISTER_HANDOVER_WAITER = `WITH up AS (
+    INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write, lease_ms,
+                                 handover)
+    SELECT n, $1, m, $2, now() + $5 * interval '1 millisecond', $6, $7, $8, $9, true
+      FROM unnest($3::text[], $4::text[]) AS t(n, m)
+    ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL
+    RETURNING 1)
+  SELECT count(*)::int AS refreshed FROM up`;
 
 /** $1 waiter: removes its rows (it gave up, or was aborted). A writer that leaves may let readers that yielded to
  * it in: its names are notified (to whoever still waits for them). */
 export const UNREGISTER_WAITER = `WITH gone AS (DELETE FROM locking_waiters WHERE waiter = $1 RETURNING lock_name, mode)
   SELECT locking_notify_freed(coalesce(array_agg(lock_name::text) FILTER (WHERE mode = 'W'), '{}')) FROM gone`;
+
+/** The same, and → `granted`, the stamp a release handed the waiter meanwhile (null when none). */
+export const UNREGISTER_HANDOVER_WAITER = `WITH gone AS (
+    DELETE FROM locking_waiters WHERE waiter = $1 RETURNING lock_name, mode, granted)
+  SELECT locking_notify_freed(coalesce(array_agg(lock_name::text) FILTER (WHERE mode = 'W' AND granted IS NULL), '{}')),
+         max(granted) AS granted
+    FROM gone`;
 
 /** $1 waiter → whether it still has rows (a grant removes them in its own commit). */
 export const SELECT_WAITER_REGISTERED = `SELECT EXISTS (SELECT 1 FROM locking_waiters WHERE waiter = $1) AS waiting`;

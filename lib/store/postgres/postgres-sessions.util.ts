@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { readOnlyServer, toLockError } from './pg-error.util.js';
-import { TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
+import { HANDOVER_MARK, TRY_CLAIM_APP_ID } from './postgres-lock.queries.sql.js';
 import { DEFAULT_LOCK_TABLES, inLockTables, type LockTables, lockNotifyChannel } from '../lock-tables.util.js';
 import type { SessionLane } from './session-lane.util.js';
 
@@ -77,7 +77,14 @@ export async function openListener(
   const channel = lockNotifyChannel(tables);
   const onNotification = (message: { channel: string; payload?: string }) => {
     if (message.channel !== channel) return;
-    callbacks.freed(!message.payload || message.payload === '*' ? '*' : message.payload.split('\n'));
+    const payload = message.payload;
+    if (payload?.startsWith(HANDOVER_MARK)) {
+      // chr(1) waiter stamp (see HANDED_OVER): a waiter id has no space.
+      const [waiter, stamp] = payload.slice(HANDOVER_MARK.length).split(' ');
+      if (waiter && stamp) callbacks.handedOver(waiter, Number(stamp));
+      return;
+    }
+    callbacks.freed(!payload || payload === '*' ? '*' : payload.split('\n'));
   };
   const close = () => {
     if (!open) return;

@@ -1,0 +1,18 @@
+import { DOWNGRADE_LOCK_SCHEMA_V9, UPGRADE_LOCK_SCHEMA_V9 } from './sql/postgres-lock.schema-v9.sql.js';
+import { LockSqlMigration } from './lock-sql.migration.js';
+
+/**
+ * PostgreSQL: a release hands the name it frees over to the next waiter within its own durable commit, and wakes
+ * it with the grant (issue 51: a hot name served at the speed of one commit per hand-over). Waiter rows get the
+ * columns a grant needs; new versions of the release and acquisition functions (same signatures) and two new
+ * functions (`locking_hand_over`, `locking_reap_lapsed`). `down` puts the previous functions back and drops them.
+ * Safe while instances run, of this version or the previous ones: an older instance's waiters are never handed a
+ * grant (they are notified as before). Nothing to do on MySQL and MariaDB.
+ * @publicApi
+ */
+export class LockHandOver1797300000000 extends LockSqlMigration {
+  /** Migration name recorded in TypeORM's migrations table. */
+  readonly name = 'LockHandOver1797300000000';
+  protected readonly upStatements = UPGRADE_LOCK_SCHEMA_V9;
+  protected readonly downStatements = DOWNGRADE_LOCK_SCHEMA_V9;
+}

@@ -1,0 +1,323 @@
+/**
+ * The ninth schema version: a release hands the name it frees over to the next waiter, in its own transaction
+ * (issue 51; docs/design.md, "A hot name: the hand-over inside the release"). `locking_waiters` gets what a grant
+ * needs that the releaser does not know (the waiter's instance, default permits and lease, `handover` for rows of an
+ * instance that can take one, `granted` for the stamp handed over); the release functions call `locking_hand_over`;
+ * the acquisition functions let a waiter take a grant handed to it (its re-check after a lost notification) and reap
+ * the lapsed grants of its names. `down` restores the eighth version's functions and drops the columns. Safe while
+ * instances run: rows of older instances have `handover` false and are never handed a grant; older functions ignore
+ * the new columns.
+ * @internal
+ */
+import * as Fragment from './postgres-lock.fragments.sql.js';
+import { LIVE } from '../../store/lock-sql.constants.js';
+import { RELEASE_SETTINGS, tryAcquireOneFunction } from './postgres-lock.schema-v2.sql.js';
+import { RELEASE_FUNCTION_V3, RELEASE_GRANT, RELEASE_ONE_FUNCTION_V3 } from './postgres-lock.schema-v3.sql.js';
+import { groupBusy } from './postgres-lock.schema-v6.sql.js';
+import { CHECK_NAME_IN_ORDER, waiterBefore } from './postgres-lock.schema-v7.sql.js';
+import { HELD_BY_PROBE, TRY_ACQUIRE_FUNCTION_V8 } from './postgres-lock.schema-v8.sql.js';
+
+/*
+ * HANDED_OVER: a release that frees names some live waiter waits for takes the earliest such waiter (smallest `seq`)
+ * and, if its rows say it can take a hand-over, runs for its whole group the acquisition's own check under the
+ * acquisition's own advisory locks (sorted keys, so no lock order an acquisition does not use): permits, modes, the
+ * waiters before it, the group all or nothing. Granted: a stamp from the sequence (tokens stay in grant order per
+ * name: the advisory locks are held until the commit), the lock rows, the ACQUIRED log row, and the waiter's rows
+ * marked `granted` (their `expires` set to now: they no longer hold anybody back, and a refresh no longer extends
+ * them; the grant's release, its claim by the waiter or its reaping removes them). The grant's lease ends when the waiter's own promise to be alive ends (its rows' `expires`, capped at its
+ * lease): a waiter that is gone costs its rows' time to live, not a lease. The commit is durable (the release's own
+ * `asyncRelease` is dropped for it), and the waiter is told with a notification `chr(1) waiter stamp`, sent at the
+ * commit. The rows are locked before they are read: a refresh, the waiter's own grant or its removal either
+ * committed before (and is seen) or waits for this commit.
+ */
+
+/** Columns of `locking_waiters` for a hand-over (all null or false on rows of older instances). */
+const ADD_HANDOVER_COLUMNS = `ALTER TABLE locking_waiters
+  ADD COLUMN instance character varying(200),
+  ADD COLUMN default_read integer,
+  ADD COLUMN default_write integer,
+  ADD COLUMN lease_ms integer,
+  ADD COLUMN handover boolean NOT NULL DEFAULT false,
+  ADD COLUMN granted bigint`;
+
+/** The rows of a grant handed over, found by its release (few rows at any time: a partial index). */
+const CREATE_GRANTED_INDEX = `CREATE INDEX locking_waiters_granted_idx ON locking_waiters (granted) WHERE granted IS NOT NULL`;
+
+const DROP_HANDOVER_COLUMNS = `ALTER TABLE locking_waiters
+  DROP COLUMN instance, DROP COLUMN default_read, DROP COLUMN default_write, DROP COLUMN lease_ms,
+  DROP COLUMN handover, DROP COLUMN granted`;
+
+/**
+ * Ends the grants holding `p_names` whose lease has ended (REAPED, as the reaper does, in the same order: the log row
+ * first, skipped when another transaction holds it, then the lock rows), and notifies the names freed. Called by a
+ * waiter's attempt under its names' advisory locks: a grant handed to a waiter that is gone frees the name at the
+ * next attempt after its short lease, not at the reaper's next tick.
+ */
+const REAP_LAPSED_FUNCTION = `CREATE OR REPLACE FUNCTION locking_reap_lapsed(p_names text[])
+   RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_reaped bigint[];
+     v_freed  text[];
+   BEGIN
+     WITH lapsed AS (
+       SELECT g.stamp FROM locking_log g
+        WHERE g.stamp IN (SELECT l.stamp FROM locking l WHERE l.lock_name = ANY (p_names))
+          AND g.status IN ${LIVE} AND g.lease_expires < now()
+        FOR UPDATE SKIP LOCKED),
+     reaped AS (
+       UPDATE locking_log g SET status = 'REAPED', ended = now(), version = g.version + 1
+         FROM lapsed s WHERE g.stamp = s.stamp
+       RETURNING g.stamp)
+     SELECT array_agg(stamp) INTO v_reaped FROM reaped;
+     IF v_reaped IS NOT NULL THEN
+       WITH freed AS (DELETE FROM locking WHERE stamp = ANY (v_reaped) RETURNING lock_name)
+       SELECT coalesce(array_agg(DISTINCT lock_name), '{}') INTO v_freed FROM freed;
+       DELETE FROM locking_waiters WHERE granted = ANY (v_reaped);
+       PERFORM locking_notify_freed(v_freed);
+     END IF;
+   END
+   $fn$`;
+
+/**
+ * `p_freed` were just freed by this transaction (a release); `p_sync` is the caller's `synchronous_commit` before the
+ * release changed it. Hands the freed names over (see HANDED_OVER), then notifies the freed names that were not
+ * handed over for writing (to the other waiters, as before).
+ */
+const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed text[], p_sync text)
+   RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_waiter        text;
+     v_from          integer := 1;
+     v_to            integer;
+     p_names         text[];
+     p_modes         text[];
+     p_default_read  integer;
+     p_default_write integer;
+     v_app           text;
+     v_instance      text;
+     v_expires       timestamptz;
+     v_lease_ms      integer;
+     v_rows          integer;
+     v_stamp         bigint;
+   BEGIN
+     SELECT w.waiter INTO v_waiter FROM locking_waiters w
+      WHERE w.lock_name = ANY (p_freed) AND w.expires > now() ORDER BY w.seq LIMIT 1;
+     IF v_waiter IS NOT NULL THEN
+       SELECT array_agg(w.lock_name::text ORDER BY w.lock_name COLLATE "C"), array_agg(w.mode::text ORDER BY w.lock_name COLLATE "C")
+         INTO p_names, p_modes FROM locking_waiters w WHERE w.waiter = v_waiter AND w.handover;
+     END IF;
+     IF p_names IS NOT NULL THEN
+       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+       SELECT min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
+              count(*)
+         INTO v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_rows
+         FROM (SELECT w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms FROM locking_waiters w
+                WHERE w.waiter = v_waiter AND w.granted IS NULL AND w.expires > now() FOR UPDATE) AS s;
+       v_to := cardinality(p_names);
+       IF v_rows = v_to AND NOT EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)}) THEN
+         v_stamp := nextval('locking_stamp_seq');
+         UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter;
+         INSERT INTO locking (lock_name, mode, app_id, stamp)
+           SELECT r.name, r.mode, v_app, v_stamp FROM unnest(p_names, p_modes) AS r(name, mode);
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, v_app, v_instance, p_names, p_modes::char(1)[], 'ACQUIRED',
+                   least(v_expires, now() + v_lease_ms * interval '1 millisecond'));
+         -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
+         PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true);
+         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp);
+         p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
+                           WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+       END IF;
+     END IF;
+     PERFORM locking_notify_freed(p_freed);
+   END
+   $fn$`;
+
+/**
+ * RELEASE_GRANT (third version), and the waiter rows of a grant handed over go with its release: the waiter that took
+ * it sends no statement to remove them (one index probe, of an almost empty partial index, per release).
+ */
+const RELEASE_GRANT_V4 = RELEASE_GRANT.replace(
+  'DELETE FROM locking WHERE stamp = v_stamp;',
+  'DELETE FROM locking WHERE stamp = v_stamp;\n         DELETE FROM locking_waiters WHERE granted = v_stamp;',
+);
+
+/** After a release freed `names`: the hand-over, only when somebody waits for one of them (usually nobody). */
+const handOverOrNotify = (names: string): string =>
+  `IF cardinality(${names}) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (${names})) THEN
+       PERFORM locking_hand_over(${names}, v_sync);
+     END IF;`;
+
+/** `locking_release`, fourth version: the third's, then the hand-over of what the batch freed. */
+const RELEASE_FUNCTION_V4 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
+   DECLARE
+     v_stamp    bigint;
+     v_names    text[];
+     v_freed    text[] := '{}';
+     v_released bigint[] := '{}';
+     v_sync     text := current_setting('synchronous_commit');
+   BEGIN
+${RELEASE_SETTINGS}
+     FOREACH v_stamp IN ARRAY p_stamps LOOP
+       ${RELEASE_GRANT_V4}
+       IF v_names IS NOT NULL THEN
+         v_released := v_released || v_stamp;
+         v_freed := v_freed || v_names;
+         v_names := NULL;
+       END IF;
+     END LOOP;
+     ${handOverOrNotify('v_freed')}
+     RETURN v_released;
+   END
+   $fn$`;
+
+/** `locking_release_one`, fourth version: the third's, then the hand-over. */
+const RELEASE_ONE_FUNCTION_V4 = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+   RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_stamp ALIAS FOR p_stamp;
+     v_names text[];
+     v_sync  text := current_setting('synchronous_commit');
+   BEGIN
+${RELEASE_SETTINGS}
+     ${RELEASE_GRANT_V4}
+     IF v_names IS NULL THEN
+       RETURN false;
+     END IF;
+     ${handOverOrNotify('v_names')}
+     RETURN true;
+   END
+   $fn$`;
+
+/**
+ * The start of a waiter's attempt (`v_waiter` not null), under its names' advisory locks: a grant handed to it that
+ * is still live becomes its own (its rows go, its lease is counted from this statement, as for a grant it makes: its
+ * holder counts from the moment it sent it) and is `v_stamp`; otherwise `v_stamp` is null and the lapsed grants of
+ * `names` are reaped (a grant handed to this waiter whose short lease ended among them) before the check.
+ */
+const claimHandedOver = (names: string): string => `         SELECT w.granted INTO v_stamp FROM locking_waiters w
+          WHERE w.waiter = v_waiter AND w.granted IS NOT NULL LIMIT 1;
+         IF v_stamp IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+           UPDATE locking_log SET lease_expires = now() + p_lease_ms * interval '1 millisecond', version = version + 1
+            WHERE stamp = v_stamp AND status IN ${LIVE} AND lease_expires > now();
+           IF NOT FOUND THEN
+             v_stamp := NULL;
+           END IF;
+         END IF;
+         IF v_stamp IS NULL THEN
+           PERFORM locking_reap_lapsed(${names});
+         END IF;`;
+
+/** `locking_try_acquire`, ninth version: the eighth's decisions, after a waiter's claim of a grant handed to it. */
+const TRY_ACQUIRE_FUNCTION_V9 = `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
+   DECLARE
+${Fragment.TRY_ACQUIRE_VARIABLES}
+${Fragment.CHECK_VARIABLES}
+   BEGIN
+${Fragment.CHECK_BATCH_CALL}
+     IF cardinality(p_names) = 1 THEN
+       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(p_names[1]));
+     ELSE
+       -- Several names: plan this call's statements once (see GENERIC_PLANS).
+       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+     END IF;
+     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
+     FOREACH v_to IN ARRAY p_group_ends LOOP
+       v_group := v_group + 1;
+       v_waiter := p_waiters[v_group];
+       v_stamp := NULL;
+       IF v_waiter IS NOT NULL THEN
+${claimHandedOver('p_names[v_from:v_to]')}
+       END IF;
+       IF v_stamp IS NULL THEN
+         IF v_from = v_to THEN
+           v_name := p_names[v_from];
+           v_mode := p_modes[v_from];
+${CHECK_NAME_IN_ORDER}
+         ELSE
+           v_busy := EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)});
+         END IF;
+         IF v_busy THEN
+           v_stamp := 0;
+         ELSE
+           v_stamp := nextval('locking_stamp_seq');
+           INSERT INTO locking (lock_name, mode, app_id, stamp)
+             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
+           INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+             VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                     now() + p_lease_ms * interval '1 millisecond');
+${Fragment.DROP_WAITER_ROWS}
+         END IF;
+       END IF;
+       v_stamps := v_stamps || v_stamp;
+       v_from := v_to + 1;
+     END LOOP;
+     RETURN v_stamps;
+   END
+   $fn$`;
+
+/** `locking_try_acquire_one`, ninth version: the seventh's, after a waiter's claim of a grant handed to it. */
+const TRY_ACQUIRE_ONE_FUNCTION_V9 = `CREATE OR REPLACE FUNCTION locking_try_acquire_one(p_app_id text, p_instance text, p_name text,
+                                          p_mode text, p_waiter text, p_default_read integer, p_default_write integer,
+                                          p_lease_ms integer)
+   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_name    ALIAS FOR p_name;
+     v_mode    ALIAS FOR p_mode;
+     v_waiter  ALIAS FOR p_waiter;
+     v_stamp   bigint;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
+     END IF;
+${Fragment.REQUIRE_READ_COMMITTED}
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(v_name));
+     IF v_waiter IS NOT NULL THEN
+${claimHandedOver('ARRAY[v_name]')}
+       IF v_stamp IS NOT NULL THEN
+         RETURN v_stamp;
+       END IF;
+     END IF;
+${CHECK_NAME_IN_ORDER}
+     IF v_busy THEN
+       RETURN 0;
+     END IF;
+     v_stamp := nextval('locking_stamp_seq');
+     INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+     INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+       VALUES (v_stamp, p_app_id, p_instance, ARRAY[v_name], ARRAY[v_mode]::char(1)[], 'ACQUIRED',
+               now() + p_lease_ms * interval '1 millisecond');
+${Fragment.DROP_WAITER_ROWS}
+     RETURN v_stamp;
+   END
+   $fn$`;
+
+/** Installs the ninth schema version. */
+export const UPGRADE_LOCK_SCHEMA_V9: readonly string[] = [
+  ADD_HANDOVER_COLUMNS,
+  CREATE_GRANTED_INDEX,
+  REAP_LAPSED_FUNCTION,
+  HAND_OVER_FUNCTION,
+  TRY_ACQUIRE_FUNCTION_V9,
+  TRY_ACQUIRE_ONE_FUNCTION_V9,
+  RELEASE_FUNCTION_V4,
+  RELEASE_ONE_FUNCTION_V4,
+];
+
+/** Puts the eighth version back: its functions first, then the columns and the new functions go. */
+export const DOWNGRADE_LOCK_SCHEMA_V9: readonly string[] = [
+  TRY_ACQUIRE_FUNCTION_V8,
+  tryAcquireOneFunction(CHECK_NAME_IN_ORDER),
+  RELEASE_FUNCTION_V3,
+  RELEASE_ONE_FUNCTION_V3,
+  DROP_HANDOVER_COLUMNS,
+  `DROP FUNCTION locking_hand_over(text[], text)`,
+  `DROP FUNCTION locking_reap_lapsed(text[])`,
+];
