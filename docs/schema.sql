@@ -306,8 +306,14 @@ AS $function$
          INTO p_names, p_modes FROM locking_waiters w WHERE w.waiter = v_waiter AND w.handover;
      END IF;
      IF p_names IS NOT NULL THEN
-       PERFORM pg_advisory_xact_lock(1819239275, keys.k)
-          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+       -- The freed names' advisory locks are held (RELEASE_SEES_WAITERS); the waiter's other names' are only tried:
+       -- waiting for them out of order could deadlock with an acquisition. Not all free: no hand-over.
+       IF NOT (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(1819239275, keys.k)), true)
+                 FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys) THEN
+         p_names := NULL;
+       END IF;
+     END IF;
+     IF p_names IS NOT NULL THEN
        SELECT min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
               count(*)
          INTO v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_rows
@@ -472,6 +478,12 @@ AS $function$
          v_names := NULL;
        END IF;
      END LOOP;
+     IF cardinality(v_freed) = 1 THEN
+       PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_freed[1]));
+     ELSIF cardinality(v_freed) > 1 THEN
+       PERFORM pg_advisory_xact_lock(1819239275, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(v_freed) AS n ORDER BY 1) AS keys;
+     END IF;
      IF cardinality(v_freed) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_freed)) THEN
        PERFORM locking_hand_over(v_freed, v_sync);
      END IF;
@@ -500,6 +512,12 @@ AS $function$
      IF v_names IS NULL THEN
        RETURN false;
      END IF;
+     IF cardinality(v_names) = 1 THEN
+       PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_names[1]));
+     ELSIF cardinality(v_names) > 1 THEN
+       PERFORM pg_advisory_xact_lock(1819239275, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(v_names) AS n ORDER BY 1) AS keys;
+     END IF;
      IF cardinality(v_names) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (v_names)) THEN
        PERFORM locking_hand_over(v_names, v_sync);
      END IF;
@@ -519,6 +537,169 @@ AS $function$
    $function$;
 
 CREATE OR REPLACE FUNCTION public.locking_try_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[], p_group_ends integer[], p_waiters text[], p_default_read integer, p_default_write integer, p_lease_ms integer)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_key    integer;
+     v_from   integer := 1;
+     v_to     integer;
+     v_stamp  bigint;
+     v_stamps bigint[] := '{}';
+     v_group  integer := 0;
+     v_waiter text;
+     v_name    text;
+     v_mode    text;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     -- The tables have no CHECK on these columns (see DROP_HOT_PATH_CHECKS): the modes are checked here.
+     IF NOT p_modes <@ ARRAY['R', 'W'] THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', p_modes USING ERRCODE = '22023';
+     END IF;
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     IF cardinality(p_names) = 1 THEN
+       PERFORM pg_advisory_xact_lock(1819239275, hashtext(p_names[1]));
+     ELSE
+       -- Several names: plan this call's statements once (see GENERIC_PLANS).
+       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+       -- Every key in one statement, in ascending order: the sorted subquery hands them to the calls one by one.
+       PERFORM pg_advisory_xact_lock(1819239275, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+     END IF;
+     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
+     FOREACH v_to IN ARRAY p_group_ends LOOP
+       v_group := v_group + 1;
+       v_waiter := p_waiters[v_group];
+       IF v_from = v_to THEN
+         v_name := p_names[v_from];
+         v_mode := p_modes[v_from];
+         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+         IF v_busy THEN
+           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
+           IF NOT FOUND THEN
+             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
+           END IF;
+           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
+             INTO v_busy
+             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
+         END IF;
+         -- Waiters in registration order, writers included (see WAITERS_IN_ORDER).
+         IF NOT v_busy THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
+                               AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
+         END IF;
+       ELSE
+         v_busy := EXISTS (SELECT 1
+           FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
+          WHERE ((SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL
+                 AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
+                             OR count(*) FILTER (WHERE h.mode <> r.mode) > 0
+                        FROM (SELECT held.mode, lim.permits
+                                FROM (SELECT coalesce((SELECT p.permits FROM locking_permissions p
+                                                        WHERE p.lock_name = r.name AND p.mode = r.mode),
+                                                      CASE r.mode WHEN 'W' THEN p_default_write ELSE p_default_read END
+                                                     )::bigint AS permits) AS lim
+                                CROSS JOIN LATERAL (SELECT l.mode FROM locking l WHERE l.lock_name = r.name
+                                                     LIMIT lim.permits + 1) AS held) AS h))
+             OR EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = r.name
+                               AND (r.mode = 'W' OR w.mode = 'W') AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W'))));
+       END IF;
+       IF v_busy THEN
+         v_stamps := v_stamps || 0::bigint;
+       ELSE
+         v_stamp := nextval('locking_stamp_seq');
+         IF v_from = v_to THEN
+           INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+         ELSE
+           INSERT INTO locking (lock_name, mode, app_id, stamp)
+             SELECT r.name, r.mode, p_app_id, v_stamp FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode);
+         END IF;
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, p_names[v_from:v_to], p_modes[v_from:v_to]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+         IF v_waiter IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+         END IF;
+         v_stamps := v_stamps || v_stamp;
+       END IF;
+       v_from := v_to + 1;
+     END LOOP;
+     RETURN v_stamps;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_try_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text, p_waiter text, p_default_read integer, p_default_write integer, p_lease_ms integer)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+   DECLARE
+     v_name    ALIAS FOR p_name;
+     v_mode    ALIAS FOR p_mode;
+     v_waiter  ALIAS FOR p_waiter;
+     v_stamp   bigint;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
+     END IF;
+     IF current_setting('transaction_isolation') <> 'read committed' THEN
+       RAISE EXCEPTION 'locking_try_acquire needs READ COMMITTED, the session uses %',
+         current_setting('transaction_isolation') USING ERRCODE = 'LK001';
+     END IF;
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_name));
+         v_busy := EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = v_name);
+         IF v_busy THEN
+           SELECT p.permits INTO v_permits FROM locking_permissions p WHERE p.lock_name = v_name AND p.mode = v_mode;
+           IF NOT FOUND THEN
+             v_permits := CASE v_mode WHEN 'W' THEN p_default_write ELSE p_default_read END;
+           END IF;
+           SELECT count(*) FILTER (WHERE h.mode = v_mode) >= v_permits OR count(*) FILTER (WHERE h.mode <> v_mode) > 0
+             INTO v_busy
+             FROM (SELECT l.mode FROM locking l WHERE l.lock_name = v_name LIMIT v_permits + 1) AS h;
+         END IF;
+         -- Waiters in registration order, writers included (see WAITERS_IN_ORDER).
+         IF NOT v_busy THEN
+           v_busy := EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = v_name
+                               AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now()
+                               AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter),
+                                                    9223372036854775807)
+                               AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
+                                                WHERE g.waiter = w.waiter AND g.lock_name <> v_name AND g.expires > now()
+                                                  AND (g.mode = 'W' OR l.mode = 'W')));
+         END IF;
+     IF v_busy THEN
+       RETURN 0;
+     END IF;
+     v_stamp := nextval('locking_stamp_seq');
+     INSERT INTO locking (lock_name, mode, app_id, stamp) VALUES (v_name, v_mode, p_app_id, v_stamp);
+         INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
+           VALUES (v_stamp, p_app_id, p_instance, ARRAY[v_name], ARRAY[v_mode]::char(1)[], 'ACQUIRED',
+                   now() + p_lease_ms * interval '1 millisecond');
+         IF v_waiter IS NOT NULL THEN
+           DELETE FROM locking_waiters WHERE waiter = v_waiter;
+         END IF;
+     RETURN v_stamp;
+   END
+   $function$;
+
+CREATE OR REPLACE FUNCTION public.locking_wait_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[], p_group_ends integer[], p_waiters text[], p_default_read integer, p_default_write integer, p_lease_ms integer, p_ttl_ms integer)
  RETURNS bigint[]
  LANGUAGE plpgsql
 AS $function$
@@ -619,6 +800,15 @@ AS $function$
          END IF;
          IF v_busy THEN
            v_stamp := 0;
+           IF v_waiter IS NOT NULL THEN
+         INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+                                      lease_ms, handover)
+           SELECT r.name, v_waiter, r.mode, p_app_id, now() + p_ttl_ms * interval '1 millisecond', p_instance,
+                  p_default_read, p_default_write, p_lease_ms, true
+             FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
+           ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
+         PERFORM set_config('synchronous_commit', 'off', true);
+           END IF;
          ELSE
            v_stamp := nextval('locking_stamp_seq');
            INSERT INTO locking (lock_name, mode, app_id, stamp)
@@ -638,7 +828,7 @@ AS $function$
    END
    $function$;
 
-CREATE OR REPLACE FUNCTION public.locking_try_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text, p_waiter text, p_default_read integer, p_default_write integer, p_lease_ms integer)
+CREATE OR REPLACE FUNCTION public.locking_wait_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text, p_waiter text, p_default_read integer, p_default_write integer, p_lease_ms integer, p_ttl_ms integer)
  RETURNS bigint
  LANGUAGE plpgsql
 AS $function$
@@ -698,6 +888,15 @@ AS $function$
                                                   AND (g.mode = 'W' OR l.mode = 'W')));
          END IF;
      IF v_busy THEN
+       IF v_waiter IS NOT NULL THEN
+         INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+                                      lease_ms, handover)
+           SELECT r.name, v_waiter, r.mode, p_app_id, now() + p_ttl_ms * interval '1 millisecond', p_instance,
+                  p_default_read, p_default_write, p_lease_ms, true
+             FROM unnest(ARRAY[v_name], ARRAY[v_mode]) AS r(name, mode)
+           ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
+         PERFORM set_config('synchronous_commit', 'off', true);
+       END IF;
        RETURN 0;
      END IF;
      v_stamp := nextval('locking_stamp_seq');

@@ -172,17 +172,28 @@ export async function waitForGroup(
         if (!(error instanceof LockStoreError) || !isTransientStoreFault(error)) throw error;
       }
     };
-    // The first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the
-    // rows count once they land).
-    await register(context.recheckMs);
+    // A store whose refused attempts register the waiter (one round trip each) needs no registration of its own. The
+    // first registration is not waited for past a re-check: on a busy pool the attempts go on meanwhile (the rows
+    // count once they land).
+    if (!context.store.registersWaiters) await register(context.recheckMs);
     for (;;) {
       woken = false;
       let stamp = 0;
       // Its rows can tell a lost answer apart only when no registration may land after the attempt.
       const rowsTell = registeredAt > -Infinity && !registering;
       const sentAt = Date.now();
+      const registers = context.store.registersWaiters && handed === undefined;
+      const attemptSentAt = LockLeases.now();
       // Handed a grant while asleep: no attempt (it would only claim that grant, one round trip later).
       const trying = handed === undefined ? context.attempt(waiter) : Promise.resolve(0);
+      if (registers) {
+        if (refreshSentAt === -Infinity) refreshSentAt = attemptSentAt;
+        // Its rows may land with it: the clean-up waits for it.
+        registration = trying.then(
+          () => undefined,
+          () => undefined,
+        );
+      }
       try {
         let tried = await bounded(trying, Math.max(deadline, Date.now() + LAST_CHECK_MS), signal);
         // Aborted meanwhile: an answer that comes soon is awaited, so that a grant it brings is released below.
@@ -190,6 +201,11 @@ export async function waitForGroup(
         if (tried) {
           stamp = tried.value;
           failures = 0;
+          // Refused: it registered or refreshed the rows (see HANDED_OVER for why the send time counts).
+          if (registers && stamp === 0 && context.store.registersWaiters) {
+            registeredAt = Date.now();
+            refreshSentAt = Math.max(refreshSentAt, attemptSentAt);
+          }
         } else {
           abandoned = true;
           // Nobody is left to use a grant that comes too late; should its release fail, the lease runs out.
@@ -216,11 +232,11 @@ export async function waitForGroup(
         // The granting statement removed the waiter's rows, unless a registration was in flight during the attempt
         // (its answer may come first although its rows landed after the grant). A grant handed over takes its rows
         // with its release; a registration in flight may put rows back after it: the clean-up removes them.
-        if ((rowsTell || tookHandOver !== undefined) && !registering) registration = undefined;
+        if ((registers || rowsTell || tookHandOver !== undefined) && !registering) registration = undefined;
         return stamp;
       }
       if (deadline - Date.now() <= 0) return 0;
-      if (!registering && Date.now() - registeredAt > ttlMs / 3) {
+      if (!context.store.registersWaiters && !registering && Date.now() - registeredAt > ttlMs / 3) {
         // A refresh is waited for, so that no attempt runs alongside it: then the rows can tell what an attempt
         // whose answer was lost did (a refresh landing after a grant would put them back).
         await register(Infinity);

@@ -128,6 +128,8 @@ const POSTGRES_OBJECTS = [
   'locking_waiter_seq',
   'locking_try_acquire',
   'locking_try_acquire_one',
+  'locking_wait_acquire',
+  'locking_wait_acquire_one',
   'locking_release',
   'locking_release_one',
   'locking_renew',

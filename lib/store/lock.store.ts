@@ -70,6 +70,14 @@ export abstract class LockStore {
    */
   abstract tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs?: number): Promise<number>;
   /**
+   * Whether a waiter's refused attempt (`tryAcquire` with `waiter`) registers or refreshes its rows itself, for
+   * `waitRecheckMs` x 3, in the same statement: its wait then sends no `registerWaiter`. May turn false after a call
+   * (a schema without it).
+   */
+  get registersWaiters(): boolean {
+    return false;
+  }
+  /**
    * Registers (or refreshes) a waiter on the group's names for `ttlMs`. False when its rows were not refreshed: a
    * release has handed it a grant (`ListenerCallbacks.handedOver`), whose lease ends when the rows did then.
    */

@@ -5,8 +5,8 @@ import { useProxiedPair } from '../support/proxied-pair.js';
 import { until } from '../support/until.js';
 import { stopLeftovers } from '../support/leftovers.js';
 
-/** In the statement text (`locking_try_acquire…`) and in the prepared statement's name. */
-const ACQUIRE = 'try_acquire';
+/** In the statement text (`locking_try_acquire…`, a waiter's `locking_wait_acquire…`) and in the prepared statement's name. */
+const ACQUIRE = '_acquire';
 /** Long: an attempt made after the first one is one a notification asked for. */
 const RECHECK_MS = 3000;
 
@@ -27,7 +27,9 @@ describe('a wait through an attempt whose outcome is unknown', () => {
     await until(async () => (await pair.db.query('SELECT 1 FROM locking_waiters WHERE lock_name = $1', ['ORPHAN'])).length === 1);
     await sleep(200); // its first attempt has answered: the next one is the one the release's notification asks for
     const fired = pair.proxy.arm(ACQUIRE, 'reset-after-commit');
-    await pair.direct.locks.releaseLocks(held);
+    // Freed by an operator's forced release, which hands nothing over (a release would grant it to the waiter in its
+    // own commit): the waiter's own attempt, woken by the notification, makes the grant.
+    await pair.db.query(`SELECT * FROM locking_force_release($1, 'test', 'freed for the waiter to take')`, [held]);
     await fired;
     const stamp = await waiting;
     const [row] = await pair.rowsOf('ORPHAN');

@@ -23,7 +23,7 @@ import { groupBusy, tryAcquireFunctionV6 } from './postgres-lock.schema-v6.sql.j
 export const HELD_BY_PROBE = '(SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL';
 
 /** `locking_try_acquire` (a batch of groups), eighth version. */
-export const TRY_ACQUIRE_FUNCTION_V8 = tryAcquireFunctionV6(
+const TRY_ACQUIRE_FUNCTION_V8 = tryAcquireFunctionV6(
   CHECK_NAME_IN_ORDER,
   groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE),
 );

@@ -11,11 +11,11 @@
  */
 import * as Fragment from './postgres-lock.fragments.sql.js';
 import { LIVE } from '../../store/lock-sql.constants.js';
-import { RELEASE_SETTINGS, tryAcquireOneFunction } from './postgres-lock.schema-v2.sql.js';
+import { RELEASE_SETTINGS } from './postgres-lock.schema-v2.sql.js';
 import { RELEASE_FUNCTION_V3, RELEASE_GRANT, RELEASE_ONE_FUNCTION_V3 } from './postgres-lock.schema-v3.sql.js';
 import { groupBusy } from './postgres-lock.schema-v6.sql.js';
 import { CHECK_NAME_IN_ORDER, waiterBefore } from './postgres-lock.schema-v7.sql.js';
-import { HELD_BY_PROBE, TRY_ACQUIRE_FUNCTION_V8 } from './postgres-lock.schema-v8.sql.js';
+import { HELD_BY_PROBE } from './postgres-lock.schema-v8.sql.js';
 
 /*
  * HANDED_OVER: a release that frees names some live waiter waits for takes the earliest such waiter (smallest `seq`)
@@ -107,8 +107,14 @@ const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed
          INTO p_names, p_modes FROM locking_waiters w WHERE w.waiter = v_waiter AND w.handover;
      END IF;
      IF p_names IS NOT NULL THEN
-       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
-          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+       -- The freed names' advisory locks are held (RELEASE_SEES_WAITERS); the waiter's other names' are only tried:
+       -- waiting for them out of order could deadlock with an acquisition. Not all free: no hand-over.
+       IF NOT (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)), true)
+                 FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys) THEN
+         p_names := NULL;
+       END IF;
+     END IF;
+     IF p_names IS NOT NULL THEN
        SELECT min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
               count(*)
          INTO v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_rows
@@ -143,9 +149,18 @@ const RELEASE_GRANT_V4 = RELEASE_GRANT.replace(
   'DELETE FROM locking WHERE stamp = v_stamp;\n         DELETE FROM locking_waiters WHERE granted = v_stamp;',
 );
 
-/** After a release freed `names`: the hand-over, only when somebody waits for one of them (usually nobody). */
+/**
+ * After a release freed `names`: their advisory locks (RELEASE_SEES_WAITERS: in sorted key order, as an acquisition
+ * takes them), then the hand-over, only when somebody waits for one of them (usually nobody).
+ */
 const handOverOrNotify = (names: string): string =>
-  `IF cardinality(${names}) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (${names})) THEN
+  `IF cardinality(${names}) = 1 THEN
+       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(${names}[1]));
+     ELSIF cardinality(${names}) > 1 THEN
+       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(${names}) AS n ORDER BY 1) AS keys;
+     END IF;
+     IF cardinality(${names}) > 0 AND EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ANY (${names})) THEN
        PERFORM locking_hand_over(${names}, v_sync);
      END IF;`;
 
@@ -210,8 +225,40 @@ const claimHandedOver = (names: string): string => `         SELECT w.granted IN
            PERFORM locking_reap_lapsed(${names});
          END IF;`;
 
-/** `locking_try_acquire`, ninth version: the eighth's decisions, after a waiter's claim of a grant handed to it. */
-const TRY_ACQUIRE_FUNCTION_V9 = `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
+/**
+ * A refused waiter registers (or refreshes) its rows in the same transaction, for `p_ttl_ms`, with what a hand-over
+ * needs (see HANDED_OVER); rows already handed a grant are left as they are. The rows are soft state: when this is all
+ * the transaction wrote, it commits without waiting for the disk (a crash may lose them: the waiter's next attempt
+ * puts them back; a grant later handed over to them commits durably, and a durable commit flushes them with it).
+ */
+const registerRefused = (names: string, modes: string): string => `         INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+                                      lease_ms, handover)
+           SELECT r.name, v_waiter, r.mode, p_app_id, now() + p_ttl_ms * interval '1 millisecond', p_instance,
+                  p_default_read, p_default_write, p_lease_ms, true
+             FROM unnest(${names}, ${modes}) AS r(name, mode)
+           ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
+         PERFORM set_config('synchronous_commit', 'off', true);`;
+
+/*
+ * WAIT_IN_ONE_ROUND_TRIP: a waiter's attempt and its registration are one statement (`locking_wait_acquire…`): it
+ * claims a grant handed to it, or checks and grants as `locking_try_acquire…` does, or registers its rows when
+ * refused, all under its names' advisory locks. No release can slip between the check and the registration unseen
+ * (RELEASE_SEES_WAITERS): a release takes the advisory locks of the names it freed before it looks for their waiters.
+ * A release that took them first has committed when the attempt gets them (its check sees the name free); one that
+ * comes after waits for the attempt's commit, and its search for waiters sees the rows registered. The release takes
+ * them after its own rows' locks, and an attempt never waits for a row a release holds (the reaping in it skips locked
+ * rows): no deadlock. A forced release, the reaper and start-up recovery do not take them: a waiter they free without
+ * seeing it is woken by its re-check (`waitRecheckMs`), as before.
+ */
+
+/** Name, parameters and kind of `locking_wait_acquire`: `locking_try_acquire`'s, and the waiters' time to live. */
+const WAIT_ACQUIRE_SIGNATURE = `locking_wait_acquire(p_app_id text, p_instance text, p_names text[], p_modes text[],
+                                      p_group_ends integer[], p_waiters text[], p_default_read integer,
+                                      p_default_write integer, p_lease_ms integer, p_ttl_ms integer)
+   RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $fn$`;
+
+/** `locking_wait_acquire`: a batch of groups (see WAIT_IN_ONE_ROUND_TRIP), decided as `locking_try_acquire` (eighth). */
+const WAIT_ACQUIRE_FUNCTION = `CREATE OR REPLACE FUNCTION ${WAIT_ACQUIRE_SIGNATURE}
    DECLARE
 ${Fragment.TRY_ACQUIRE_VARIABLES}
 ${Fragment.CHECK_VARIABLES}
@@ -243,6 +290,9 @@ ${CHECK_NAME_IN_ORDER}
          END IF;
          IF v_busy THEN
            v_stamp := 0;
+           IF v_waiter IS NOT NULL THEN
+${registerRefused('p_names[v_from:v_to]', 'p_modes[v_from:v_to]')}
+           END IF;
          ELSE
            v_stamp := nextval('locking_stamp_seq');
            INSERT INTO locking (lock_name, mode, app_id, stamp)
@@ -260,10 +310,10 @@ ${Fragment.DROP_WAITER_ROWS}
    END
    $fn$`;
 
-/** `locking_try_acquire_one`, ninth version: the seventh's, after a waiter's claim of a grant handed to it. */
-const TRY_ACQUIRE_ONE_FUNCTION_V9 = `CREATE OR REPLACE FUNCTION locking_try_acquire_one(p_app_id text, p_instance text, p_name text,
+/** `locking_wait_acquire_one`: the same for a batch of one group of one lock, with scalars. */
+const WAIT_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_wait_acquire_one(p_app_id text, p_instance text, p_name text,
                                           p_mode text, p_waiter text, p_default_read integer, p_default_write integer,
-                                          p_lease_ms integer)
+                                          p_lease_ms integer, p_ttl_ms integer)
    RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_name    ALIAS FOR p_name;
@@ -287,6 +337,9 @@ ${claimHandedOver('ARRAY[v_name]')}
      END IF;
 ${CHECK_NAME_IN_ORDER}
      IF v_busy THEN
+       IF v_waiter IS NOT NULL THEN
+${registerRefused('ARRAY[v_name]', 'ARRAY[v_mode]')}
+       END IF;
        RETURN 0;
      END IF;
      v_stamp := nextval('locking_stamp_seq');
@@ -305,19 +358,19 @@ export const UPGRADE_LOCK_SCHEMA_V9: readonly string[] = [
   CREATE_GRANTED_INDEX,
   REAP_LAPSED_FUNCTION,
   HAND_OVER_FUNCTION,
-  TRY_ACQUIRE_FUNCTION_V9,
-  TRY_ACQUIRE_ONE_FUNCTION_V9,
+  WAIT_ACQUIRE_FUNCTION,
+  WAIT_ACQUIRE_ONE_FUNCTION,
   RELEASE_FUNCTION_V4,
   RELEASE_ONE_FUNCTION_V4,
 ];
 
 /** Puts the eighth version back: its functions first, then the columns and the new functions go. */
 export const DOWNGRADE_LOCK_SCHEMA_V9: readonly string[] = [
-  TRY_ACQUIRE_FUNCTION_V8,
-  tryAcquireOneFunction(CHECK_NAME_IN_ORDER),
   RELEASE_FUNCTION_V3,
   RELEASE_ONE_FUNCTION_V3,
   DROP_HANDOVER_COLUMNS,
+  `DROP FUNCTION locking_wait_acquire(text, text, text[], text[], integer[], text[], integer, integer, integer, integer)`,
+  `DROP FUNCTION locking_wait_acquire_one(text, text, text, text, text, integer, integer, integer, integer)`,
   `DROP FUNCTION locking_hand_over(text[], text)`,
   `DROP FUNCTION locking_reap_lapsed(text[])`,
 ];

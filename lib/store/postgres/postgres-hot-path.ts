@@ -46,6 +46,12 @@ export class PostgresHotPath {
    * instance restarts.
    */
   private scalarTwins = true;
+  /**
+   * False once the database answered that the hand-over's schema is missing (`LockHandOver1797300000000` has not
+   * run): waiters then register with their own statement, take their grants themselves and are never handed one,
+   * until the instance restarts.
+   */
+  handOvers = true;
   private readonly acquisitions = new KeyedRequestBatchers<number, AcquireRequest, number>(
     (leaseMs, groups) => this.acquireBatch(leaseMs, groups),
     MAX_BATCHES_IN_FLIGHT,
@@ -73,6 +79,10 @@ export class PostgresHotPath {
   }
 
   private async acquireBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
+    if (this.handOvers && requests.some((request) => request.waiter !== undefined)) {
+      const stamps = await this.withHandOvers(() => this.waitBatch(leaseMs, requests));
+      if (stamps !== undefined) return stamps;
+    }
     const { appId, instance, defaultPermits } = this.options;
     const [only] = requests;
     const lock = only?.group[0];
@@ -97,18 +107,7 @@ export class PostgresHotPath {
       });
       if (stamp !== undefined) return [stamp];
     }
-    const names: string[] = [];
-    const modes: string[] = [];
-    const ends: number[] = [];
-    const waiters: Array<string | null> = [];
-    for (const { group, waiter } of requests) {
-      for (const request of group) {
-        names.push(request.name);
-        modes.push(MODE_CODE[request.mode]);
-      }
-      ends.push(names.length);
-      waiters.push(waiter ?? null);
-    }
+    const { names, modes, ends, waiters } = flatten(requests);
     const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
       lane: this.lane,
       name: 'nestjs_db_locks_try_acquire',
@@ -116,6 +115,58 @@ export class PostgresHotPath {
       values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs],
     });
     return (result.rows[0]?.stamps ?? []).map(Number);
+  }
+
+  /**
+   * A batch with waiters (WAIT_IN_ONE_ROUND_TRIP): the same decisions as `acquireBatch`'s functions, and a refused
+   * waiter's rows registered or refreshed for `waitRecheckMs` x 3 (the waiter's own time to live) in the same statement.
+   */
+  private async waitBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
+    const { appId, instance, defaultPermits, waitRecheckMs } = this.options;
+    const ttlMs = waitRecheckMs * 3;
+    const [only] = requests;
+    const lock = only?.group[0];
+    if (requests.length === 1 && only?.group.length === 1 && lock) {
+      const result = await this.run<{ stamp: string }>('tryLocks', true, {
+        lane: this.lane,
+        name: 'nestjs_db_locks_wait_acquire_one',
+        text: SQL.WAIT_ACQUIRE_ONE,
+        values: [
+          appId,
+          instance,
+          lock.name,
+          MODE_CODE[lock.mode],
+          only.waiter ?? null,
+          defaultPermits.read,
+          defaultPermits.write,
+          leaseMs,
+          ttlMs,
+        ],
+      });
+      return [Number(result.rows[0]?.stamp ?? 0)];
+    }
+    const { names, modes, ends, waiters } = flatten(requests);
+    const result = await this.run<{ stamps: string[] }>('tryLocks', true, {
+      lane: this.lane,
+      name: 'nestjs_db_locks_wait_acquire',
+      text: SQL.WAIT_ACQUIRE_GROUPS,
+      values: [appId, instance, names, modes, ends, waiters, defaultPermits.read, defaultPermits.write, leaseMs, ttlMs],
+    });
+    return (result.rows[0]?.stamps ?? []).map(Number);
+  }
+
+  /** Runs `call` with the hand-over's schema; undefined when it is missing (42883 or 42703: see `handOvers`). */
+  async withHandOvers<T>(call: () => Promise<T>): Promise<T | undefined> {
+    if (!this.handOvers) return undefined;
+    try {
+      return await call();
+    } catch (error) {
+      // The call failed before it ran (no such function or column): the previous schema's statements may take it over.
+      const code = error instanceof LockTablesMissingError ? sqlStateOf(error.cause) : undefined;
+      if (code !== '42883' && code !== '42703') throw error;
+      this.handOvers = false;
+      return undefined;
+    }
   }
 
   private async releaseBatch(stamps: readonly number[]): Promise<boolean[]> {
@@ -155,4 +206,21 @@ export class PostgresHotPath {
       return undefined;
     }
   }
+}
+
+/** The groups of a batch as the batch functions take them: all names and modes in a row, each group's end, its waiter. */
+function flatten(requests: readonly AcquireRequest[]) {
+  const names: string[] = [];
+  const modes: string[] = [];
+  const ends: number[] = [];
+  const waiters: Array<string | null> = [];
+  for (const { group, waiter } of requests) {
+    for (const request of group) {
+      names.push(request.name);
+      modes.push(MODE_CODE[request.mode]);
+    }
+    ends.push(names.length);
+    waiters.push(waiter ?? null);
+  }
+  return { names, modes, ends, waiters };
 }

@@ -23,6 +23,14 @@ export const INSTANCE_NAMESPACE = 1_819_240_297; // 'lock' + 1022
 export const DURABLE_COMMIT = `CASE WHEN current_setting('synchronous_commit') = 'off'
   THEN set_config('synchronous_commit', 'on', true) END AS durable`;
 
+/**
+ * A column that lets the statement's commit skip the WAL flush. Only for rows that are soft state: waiter rows, which
+ * a crash may lose (their waiter registers them again at its next refresh, and re-checks on its timer meanwhile). A
+ * grant handed over to them commits durably, and a durable commit flushes every record written before it, the rows'
+ * included.
+ */
+const QUICK_COMMIT = `set_config('synchronous_commit', 'off', true) AS quick`;
+
 /** $1 app id, $2 instance, $3 names, $4 modes ('R'/'W') of all groups in a row, $5 the (1-based, inclusive) end of
  * each group in them, $6 the waiter id of each group (null when not waiting), $7 default read permits, $8 default
  * write permits, $9 lease (ms) → one stamp (or 0) per group. */
@@ -34,6 +42,20 @@ export const TRY_ACQUIRE_GROUPS = `SELECT locking_try_acquire($1, $2, $3::text[]
 export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $5, $6, $7, $8) AS stamp, ${DURABLE_COMMIT}`;
 
 /**
+ * A waiter's attempt (`locking_wait_acquire`, WAIT_IN_ONE_ROUND_TRIP): TRY_ACQUIRE_GROUPS's parameters, then $10 the
+ * waiters' time to live (ms) → one stamp (or 0) per group; a refused waiter's rows are registered or refreshed. Its
+ * commit waits for the disk when it granted something (DURABLE_COMMIT), not when it only wrote waiter rows.
+ */
+export const WAIT_ACQUIRE_GROUPS = `SELECT w.stamps, CASE WHEN 0 < ANY (w.stamps) AND current_setting('synchronous_commit') = 'off'
+    THEN set_config('synchronous_commit', 'on', true) END AS durable
+  FROM locking_wait_acquire($1, $2, $3::text[], $4::text[], $5::integer[], $6::text[], $7, $8, $9, $10) AS w(stamps)`;
+
+/** The same for a batch of one group of one lock: TRY_ACQUIRE_ONE's parameters, then $9 the time to live (ms). */
+export const WAIT_ACQUIRE_ONE = `SELECT w.stamp, CASE WHEN w.stamp > 0 AND current_setting('synchronous_commit') = 'off'
+    THEN set_config('synchronous_commit', 'on', true) END AS durable
+  FROM locking_wait_acquire_one($1, $2, $3, $4, $5, $6, $7, $8, $9) AS w(stamp)`;
+
+/**
  * $1 waiter, $2 app id, $3 names, $4 modes, $5 time to live (ms): registers or refreshes a waiter's rows, as an
  * instance that cannot take a hand-over (a schema before `LockHandOver1797300000000`).
  */
@@ -42,7 +64,8 @@ export const REGISTER_WAITER = `INSERT INTO locking_waiters (lock_name, waiter, 
   ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires`;
 
 /**
- * The same, with what a release needs to hand the waiter a grant: $6 instance, $7 default read permits, $8 default
+ * The same, with what a release needs to hand the waiter a grant (committed without waiting for the disk:
+ * QUICK_COMMIT): $6 instance, $7 default read permits, $8 default
  * write permits, $9 the lease a grant starts with (ms) → `refreshed`, the rows inserted or extended. Rows already
  * handed a grant are left as they are (0 refreshed): their `expires` became the grant's lease end, which a refresh
  * sent later must not seem to extend (the holder counts that lease from the last refresh the database answered).
@@ -54,7 +77,7 @@ export const REGISTER_HANDOVER_WAITER = `WITH up AS (
       FROM unnest($3::text[], $4::text[]) AS t(n, m)
     ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL
     RETURNING 1)
-  SELECT count(*)::int AS refreshed FROM up`;
+  SELECT count(*)::int AS refreshed, ${QUICK_COMMIT} FROM up`;
 
 /** $1 waiter: removes its rows (it gave up, or was aborted). A writer that leaves may let readers that yielded to
  * it in: its names are notified (to whoever still waits for them). */

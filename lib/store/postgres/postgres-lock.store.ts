@@ -1,7 +1,7 @@
 import type { QueryResult, QueryResultRow } from 'pg';
 import { busyLockOf, type BusyRow } from '../lock-rows.util.js';
 import type { DataSource, EntityManager } from 'typeorm';
-import { LockStoreError, LockTablesMissingError } from '../../errors/index.js';
+import { LockStoreError } from '../../errors/index.js';
 import type { LockRequest } from '../../interfaces/index.js';
 import { LockTelemetry } from '../../telemetry/lock-telemetry.service.js';
 import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.js';
@@ -13,7 +13,7 @@ import {
   type LockListener,
   type RenewOutcome,
 } from '../lock.store.js';
-import { isConnectionFailure, isRowChangedSinceSnapshot, sqlStateOf, toLockError } from './pg-error.util.js';
+import { isConnectionFailure, isRowChangedSinceSnapshot, toLockError } from './pg-error.util.js';
 import { MODE_CODE } from '../lock-sql.constants.js';
 import * as SQL from './postgres-lock.queries.sql.js';
 import { SELECT_BUSY_LOCKS } from './postgres-lock-waiting.queries.sql.js';
@@ -35,8 +35,6 @@ export class PostgresLockStore extends LockStore {
   private readonly hotPath: PostgresHotPath;
   private readonly sessions: PostgresSessionSource;
   protected readonly reports: PostgresLockAdminStore;
-  /** False once the database answered that the waiter rows have no hand-over columns (see `withHandOvers`). */
-  private handOvers = true;
 
   constructor(
     dataSource: DataSource,
@@ -54,6 +52,10 @@ export class PostgresLockStore extends LockStore {
     return this.runner.retries;
   }
 
+  override get registersWaiters(): boolean {
+    return this.hotPath.handOvers;
+  }
+
   tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
     return this.hotPath.tryAcquire(group, waiter, leaseMs);
   }
@@ -61,7 +63,7 @@ export class PostgresLockStore extends LockStore {
   async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<boolean> {
     const { appId, instance, defaultPermits, grantLeaseMs } = this.options;
     const values = [waiter, appId, group.map((r) => r.name), group.map((r) => MODE_CODE[r.mode]), ttlMs];
-    const refreshed = await this.withHandOvers(async () => {
+    const refreshed = await this.hotPath.withHandOvers(async () => {
       const result = await this.run<{ refreshed: number }>('tryLocks', false, {
         text: SQL.REGISTER_HANDOVER_WAITER,
         values: [...values, instance, defaultPermits.read, defaultPermits.write, grantLeaseMs],
@@ -74,8 +76,11 @@ export class PostgresLockStore extends LockStore {
   }
 
   async unregisterWaiter(waiter: string): Promise<number> {
-    const granted = await this.withHandOvers(async () => {
+    const granted = await this.hotPath.withHandOvers(async () => {
+      // On the instance session's connection when it is idle, as the attempts that registered the rows: a wait
+      // ends on time on a pool the application keeps busy.
       const result = await this.run<{ granted: string | null }>('tryLocks', false, {
+        lane: this.hotPath.lane,
         text: SQL.UNREGISTER_HANDOVER_WAITER,
         values: [waiter],
       });
@@ -84,22 +89,6 @@ export class PostgresLockStore extends LockStore {
     if (granted !== undefined) return granted;
     await this.run('tryLocks', false, { text: SQL.UNREGISTER_WAITER, values: [waiter] });
     return 0;
-  }
-
-  /**
-   * Runs `call` with the hand-over's columns; undefined when the schema has none yet (42703: the migration
-   * `LockHandOver1797300000000` has not run): then waiters register as before, are woken by notifications and take
-   * their grants themselves, until the instance restarts.
-   */
-  private async withHandOvers<T>(call: () => Promise<T>): Promise<T | undefined> {
-    if (!this.handOvers) return undefined;
-    try {
-      return await call();
-    } catch (error) {
-      if (!(error instanceof LockTablesMissingError) || sqlStateOf(error.cause) !== '42703') throw error;
-      this.handOvers = false;
-      return undefined;
-    }
   }
 
   async isWaiting(waiter: string): Promise<boolean> {

@@ -1,0 +1,262 @@
+import { LockWaitAbortedError } from 'nestjs-db-locks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLockApp, type LockApp } from '../support/lock-app.js';
+import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { until } from '../support/until.js';
+
+/**
+ * The hand-over inside the release (docs/design.md, "A hot name"): a release that frees a name somebody waits for
+ * grants it to the earliest waiter in its own transaction, and the waiter holds it without a statement of its own.
+ * Judged from the holders' side (what each caller was told, and when) and from the log.
+ */
+describe('the hand-over inside the release (PostgreSQL)', () => {
+  let db: TestDatabase;
+  let holder: LockApp;
+  let waiter: LockApp;
+
+  /** The log row of `stamp`. */
+  const logRow = async (stamp: number) =>
+    (
+      await db.query<{ app_id: string; status: string; acquired: Date; ended: Date | null; lease_expires: Date }>(
+        'SELECT app_id, status, acquired, ended, lease_expires FROM locking_log WHERE stamp = $1',
+        [stamp],
+      )
+    )[0]!;
+  /** The grants made for `name` since `after` (a stamp), oldest first. */
+  const grantsOf = (name: string, after: number) =>
+    db.query<{ stamp: string; app_id: string; status: string; acquired: Date; ended: Date | null }>(
+      `SELECT stamp, app_id, status, acquired, ended FROM locking_log WHERE $1 = ANY (lock_names) AND stamp > $2 ORDER BY stamp`,
+      [name, after],
+    );
+  const waitingRows = async (name: string) =>
+    (await db.query('SELECT 1 FROM locking_waiters WHERE lock_name = $1 AND granted IS NULL', [name])).length;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    holder = await createLockApp(db.url, { appId: 'holder' });
+    // A long re-check: a grant that comes fast can only come from the release.
+    waiter = await createLockApp(db.url, { appId: 'waiter', waitRecheckMs: 5000 });
+  });
+  afterEach(async () => {
+    await db.query('DELETE FROM locking');
+    await db.query('DELETE FROM locking_waiters');
+    await db.query('DELETE FROM locking_permissions');
+  });
+  afterAll(async () => {
+    await holder.close();
+    await waiter.close();
+    await db.drop();
+  });
+
+  it('grants the freed name to the waiter inside the release: same transaction, no statement of the waiter', async () => {
+    const held = await holder.locks.tryLocks(['HO_WRITE']);
+    const waiting = waiter.locks.tryLocks(['HO_WRITE'], { waitMs: 10_000 });
+    await until(async () => (await waitingRows('HO')) === 1);
+    await holder.locks.releaseLocks(held);
+    const stamp = await waiting;
+    expect(stamp).toBeGreaterThan(held);
+    const [released, granted] = [await logRow(held), await logRow(stamp)];
+    // now() of one transaction: the release's end is the grant's start.
+    expect(granted.acquired.getTime()).toBe(released.ended!.getTime());
+    expect(granted).toMatchObject({ app_id: 'waiter', status: 'ACQUIRED' });
+    // The grant's lease ended when the waiter's rows did: their time to live (3 x waitRecheckMs), not a lease.
+    expect(granted.lease_expires.getTime() - granted.acquired.getTime()).toBeLessThanOrEqual(15_000);
+    // Its rows stay, marked, until its release takes them.
+    expect(await db.query('SELECT granted FROM locking_waiters WHERE lock_name = $1', ['HO'])).toEqual([{ granted: String(stamp) }]);
+    await waiter.locks.releaseLocks(stamp);
+    expect(await db.query('SELECT 1 FROM locking_waiters')).toEqual([]);
+    expect((await logRow(stamp)).status).toBe('RELEASED');
+  });
+
+  it('hands over to the earliest waiter, and to the next one at the next release', async () => {
+    const held = await holder.locks.tryLocks(['HQ_WRITE']);
+    const order: string[] = [];
+    const first = waiter.locks.tryLocks(['HQ_WRITE'], { waitMs: 10_000 }).then((s) => (order.push('first'), s));
+    await until(async () => (await waitingRows('HQ')) === 1);
+    const second = holder.locks.tryLocks(['HQ_WRITE'], { waitMs: 10_000 }).then((s) => (order.push('second'), s));
+    await until(async () => (await waitingRows('HQ')) === 2);
+    await holder.locks.releaseLocks(held);
+    const stamp = await first;
+    await sleep(100);
+    expect(order).toEqual(['first']); // one holder at a time: the second still waits
+    await waiter.locks.releaseLocks(stamp);
+    const next = await second;
+    expect(order).toEqual(['first', 'second']);
+    expect(next).toBeGreaterThan(stamp); // tokens in grant order
+    expect((await logRow(next)).acquired.getTime()).toBe((await logRow(stamp)).ended!.getTime());
+    await holder.locks.releaseLocks(next);
+  });
+
+  it('never hands a write over while other holders remain (permits, modes)', async () => {
+    await db.query(`INSERT INTO locking_permissions VALUES ('HR', 'R', 2)`);
+    const readers = [await holder.locks.tryLocks(['HR_READ']), await holder.locks.tryLocks(['HR_READ'])];
+    expect(readers.every((s) => s > 0)).toBe(true);
+    const writer = waiter.locks.tryLocks(['HR_WRITE'], { waitMs: 10_000 });
+    await until(async () => (await waitingRows('HR')) === 1);
+    await holder.locks.releaseLocks(readers[0]!);
+    await sleep(200);
+    const last = await grantsOf('HR', readers[1]!);
+    expect(last).toEqual([]); // nothing granted: a reader still holds the name
+    await holder.locks.releaseLocks(readers[1]!);
+    const stamp = await writer;
+    expect((await logRow(stamp)).acquired.getTime()).toBe((await logRow(readers[1]!)).ended!.getTime());
+    await waiter.locks.releaseLocks(stamp);
+  });
+
+  it('hands a whole group over or nothing', async () => {
+    const a = await holder.locks.tryLocks(['GA_WRITE']);
+    const b = await holder.locks.tryLocks(['GB_WRITE']);
+    const group = waiter.locks.tryLocks(['GA_WRITE', 'GB_WRITE'], { waitMs: 10_000 });
+    await until(async () => (await waitingRows('GA')) === 1 && (await waitingRows('GB')) === 1);
+    await holder.locks.releaseLocks(a);
+    await sleep(200);
+    expect(await grantsOf('GA', b)).toEqual([]); // GB still held: no part of the group is granted
+    await holder.locks.releaseLocks(b);
+    const stamp = await group;
+    const rows = await db.query<{ lock_name: string }>('SELECT lock_name FROM locking WHERE stamp = $1 ORDER BY 1', [stamp]);
+    expect(rows.map((r) => r.lock_name)).toEqual(['GA', 'GB']);
+    await waiter.locks.releaseLocks(stamp);
+  });
+
+  it('never hands a grant to the rows of an instance that cannot take one (an older version): it is notified as before', async () => {
+    const held = await holder.locks.tryLocks(['HV_WRITE']);
+    await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires)
+                    VALUES ('HV', 'older', 'W', 'older-app', now() + interval '1 second')`);
+    await holder.locks.releaseLocks(held);
+    expect(await grantsOf('HV', held)).toEqual([]);
+    expect(await db.query(`SELECT granted FROM locking_waiters WHERE waiter = 'older'`)).toEqual([{ granted: null }]);
+  });
+
+  it('a grant handed to a waiter that is gone frees the name when its rows would have expired, not after a lease', async () => {
+    const live = await createLockApp(db.url, { appId: 'live', waitRecheckMs: 100 });
+    try {
+      const held = await holder.locks.tryLocks(['HG_WRITE']);
+      // The rows of a waiter whose process is gone (killed, frozen): registered first, 600 ms left to live.
+      await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read,
+                        default_write, lease_ms, handover)
+                      VALUES ('HG', 'gone', 'W', 'gone-app', now() + interval '600 milliseconds', 'gone', 1, 1, 30000, true)`);
+      const waiting = live.locks.tryLocks(['HG_WRITE'], { waitMs: 20_000 });
+      await until(async () => (await waitingRows('HG')) === 2);
+      const releasedAt = Date.now();
+      await holder.locks.releaseLocks(held);
+      const stamp = await waiting;
+      const tookMs = Date.now() - releasedAt;
+      const [gone, ...rest] = await grantsOf('HG', held);
+      // The gone waiter was handed the name (it was first) and its grant ended with its rows' time to live.
+      expect(gone).toMatchObject({ app_id: 'gone-app', status: 'REAPED' });
+      expect(rest.map((r) => Number(r.stamp))).toEqual([stamp]);
+      expect(tookMs).toBeLessThan(600 + 3 * 100 + 1000); // rows' time left + the live waiter's re-check, with slack
+      expect(await db.query(`SELECT 1 FROM locking_waiters WHERE waiter = 'gone'`)).toEqual([]); // reaped with it
+      await live.locks.releaseLocks(stamp);
+    } finally {
+      await live.close();
+    }
+  });
+
+  it('a wait that ends as the name is handed to it gives the grant back at once', async () => {
+    let handedThenAborted = 0;
+    for (let i = 0; i < 30; i++) {
+      const held = await holder.locks.tryLocks(['HA_WRITE']);
+      const controller = new AbortController();
+      const waiting = waiter.locks.tryLocks(['HA_WRITE'], { waitMs: 10_000, signal: controller.signal });
+      await until(async () => (await waitingRows('HA')) === 1);
+      const release = holder.locks.releaseLocks(held);
+      await sleep(i % 4); // the abort lands before, during or after the hand-over's commit
+      controller.abort();
+      await release;
+      const outcome = await waiting.then(
+        (stamp) => stamp,
+        (error: unknown) => error,
+      );
+      if (typeof outcome === 'number') {
+        await waiter.locks.releaseLocks(outcome);
+      } else {
+        expect(outcome).toBeInstanceOf(LockWaitAbortedError);
+        if ((await grantsOf('HA', held)).length > 0) handedThenAborted++;
+      }
+      // Nobody holds the name: any grant made for the wait that ended is released (not left to its lease).
+      await until(async () => (await db.query(`SELECT 1 FROM locking WHERE lock_name = 'HA'`)).length === 0, 1000);
+      await until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE lock_name = 'HA'`)).length === 0, 1000);
+    }
+    process.stdout.write(`hand-over: ${handedThenAborted} of 30 waits were handed the name as they were aborted\n`);
+  });
+
+  it('a waiter whose notification was lost takes the grant at its next attempt, with a lease of its own', async () => {
+    const held = await holder.locks.tryLocks(['HL_WRITE']);
+    // A waiter of the app 'waiter' that no process listens for (its notification goes nowhere).
+    await db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read,
+                      default_write, lease_ms, handover)
+                    VALUES ('HL', 'lost', 'W', 'waiter', now() + interval '3 seconds', 'x', 1, 1, 30000, true)`);
+    await holder.locks.releaseLocks(held);
+    const [handed] = await grantsOf('HL', held);
+    expect(handed).toMatchObject({ app_id: 'waiter', status: 'ACQUIRED' });
+    // Its re-check: the attempt of the same waiter finds the grant, makes it its own and counts its lease from now.
+    const [{ stamp }] = await db.query<{ stamp: string }>(
+      `SELECT locking_wait_acquire_one('waiter', 'x', 'HL', 'W', 'lost', 1, 1, 30000, 3000) AS stamp`,
+    );
+    expect(Number(stamp)).toBe(Number(handed!.stamp));
+    const row = await logRow(Number(stamp));
+    expect(row.lease_expires.getTime() - Date.now()).toBeGreaterThan(20_000);
+    expect(await db.query(`SELECT 1 FROM locking_waiters WHERE waiter = 'lost'`)).toEqual([]);
+  });
+
+  it('renews a grant handed over before its short lease ends, while it is held', async () => {
+    const quick = await createLockApp(db.url, { appId: 'quick', waitRecheckMs: 100 }); // rows live 300 ms
+    try {
+      const held = await holder.locks.tryLocks(['HS_WRITE']);
+      const waiting = quick.locks.tryLocks(['HS_WRITE'], { waitMs: 10_000 });
+      await until(async () => (await waitingRows('HS')) === 1);
+      await holder.locks.releaseLocks(held);
+      const stamp = await waiting;
+      expect((await logRow(stamp)).acquired.getTime()).toBe((await logRow(held)).ended!.getTime());
+      await sleep(1000); // three times the rows' time to live
+      const row = await logRow(stamp);
+      expect(row.status).toBe('ACQUIRED');
+      expect(row.lease_expires.getTime() - row.acquired.getTime()).toBeGreaterThan(5000); // a full lease now
+      await quick.locks.releaseLocks(stamp); // still its holder's: no IllegalMonitorStateError
+    } finally {
+      await quick.close();
+    }
+  });
+
+  it('serves a hot name one holder at a time, tokens in grant order, mostly by hand-over', async () => {
+    const other = await createLockApp(db.url, { appId: 'other', waitRecheckMs: 5000 }, 8);
+    const mine = await createLockApp(db.url, { appId: 'mine', waitRecheckMs: 5000 }, 8);
+    try {
+      const start = Number((await db.query<{ s: string }>('SELECT last_value AS s FROM locking_stamp_seq'))[0]!.s);
+      let holding = 0;
+      let overlaps = 0;
+      let lastToken = 0;
+      const outOfOrder: number[] = [];
+      let grants = 0;
+      const until_ = Date.now() + 2000;
+      const caller = async (app: LockApp) => {
+        while (Date.now() < until_) {
+          const stamp = await app.locks.tryLocks(['HOT_WRITE'], { waitMs: 10_000 });
+          expect(stamp).toBeGreaterThan(0);
+          if (++holding > 1) overlaps++;
+          if (stamp <= lastToken) outOfOrder.push(stamp);
+          lastToken = stamp;
+          grants++;
+          holding--;
+          await app.locks.releaseLocks(stamp);
+        }
+      };
+      await Promise.all([other, mine].flatMap((app) => Array.from({ length: 8 }, () => caller(app))));
+      expect(overlaps).toBe(0);
+      expect(outOfOrder).toEqual([]);
+      const log = await grantsOf('HOT', start);
+      expect(log.length).toBe(grants);
+      // A grant made by the previous holder's release starts at that release's end (one transaction).
+      let handedOver = 0;
+      for (let i = 1; i < log.length; i++) if (log[i]!.acquired.getTime() === log[i - 1]!.ended?.getTime()) handedOver++;
+      const held = log.filter((r) => r.ended).map((r) => r.ended!.getTime() - r.acquired.getTime()).sort((a, b) => a - b);
+      process.stdout.write(`hot name: ${grants} grants in 2 s, ${handedOver} handed over by the release; held median ${held[held.length >> 1]} ms\n`);
+      expect(handedOver).toBeGreaterThan(grants * 0.8);
+      expect(await db.query('SELECT 1 FROM locking_waiters')).toEqual([]);
+    } finally {
+      await other.close();
+      await mine.close();
+    }
+  });
+});
