@@ -99,11 +99,13 @@ export class LockLeases {
   /**
    * Starts tracking a new grant whose acquisition was sent at `sentAt` (`LockLeases.now()`). `unbounded`: a leader's
    * grant, which `maxHoldMs` does not bound (acquired with a lease of `startLeaseMs(true)`); it is held for as long as
-   * its renewals succeed. `leaseMs`: a grant a release handed over, whose lease is shorter than a grant's (see
-   * `LockAcquisitions`): it is renewed once half of it has passed, if still held, not at the next renewal tick.
+   * its renewals succeed. `handedOverLeaseMs`: a grant a release handed over, whose lease (that long from `sentAt`)
+   * is shorter than a grant's (see `LockAcquisitions`): it is renewed once half of it has passed, if still held, not
+   * at the next renewal tick.
    */
-  track(stamp: number, sentAt: number, unbounded: boolean, leaseMs = this.startLeaseMs(unbounded)): void {
+  track(stamp: number, sentAt: number, unbounded: boolean, handedOverLeaseMs?: number): void {
     const maxHoldMs = unbounded ? 0 : this.options.maxHoldMs;
+    const leaseMs = handedOverLeaseMs ?? this.startLeaseMs(unbounded);
     const holdDeadline = maxHoldMs > 0 ? sentAt + maxHoldMs : Infinity;
     const deadline = sentAt + leaseMs;
     // The wall clock when the acquisition was sent: read now, shifted back by the time since (monotonic).
@@ -122,7 +124,7 @@ export class LockLeases {
       committed: false,
     });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
-    if (leaseMs < this.startLeaseMs(unbounded)) this.renewEarly(stamp, sentAt + leaseMs / 2);
+    if (handedOverLeaseMs !== undefined) this.renewEarly(stamp, sentAt + leaseMs / 2);
   }
 
   /** Renews every lease at `at` (`LockLeases.now()`) if `stamp` is still held then (a short lease, see `track`). */

@@ -291,8 +291,10 @@ DIALECTS[0]!.describe('Two schemas on one connection, wake-ups of a schema (Post
     const waiting = waiter.locks.tryLocks(['bell_WRITE'], { waitMs: 30_000 });
     await until(async () => (await waiter.app.get(LockAdminService).listWaiters()).length === 1);
     await holder.locks.releaseLocks(stamp);
-    expect(await waiting).toBeGreaterThan(stamp);
-    await until(() => heard.wake_a!.includes('bell'));
+    const granted = await waiting;
+    expect(granted).toBeGreaterThan(stamp);
+    // The release handed the name over: its notification names the waiter and the stamp (chr(1) waiter stamp).
+    await until(() => heard.wake_a!.some((payload) => payload.startsWith('\u0001') && payload.endsWith(` ${granted}`)));
     expect(heard.default).toEqual([]);
   });
 });
