@@ -348,7 +348,7 @@ AS $function$
                    least(v_expires, now() + v_lease_ms * interval '1 millisecond'));
          -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
          PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true);
-         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp);
+         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || floor(extract(epoch FROM v_expires) * 1000)::bigint);
          p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
                            WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
        END IF;
@@ -401,6 +401,7 @@ AS $function$
      SELECT coalesce(array_agg(stamp), '{}') INTO v_reaped FROM reaped;
      WITH freed AS (DELETE FROM locking WHERE stamp = ANY (v_reaped) RETURNING lock_name)
      SELECT coalesce(array_agg(DISTINCT lock_name), '{}') INTO v_freed FROM freed;
+     DELETE FROM locking_waiters WHERE granted = ANY (v_reaped);
      PERFORM locking_notify_freed(v_freed);
      DELETE FROM locking_waiters WHERE expires < now() - interval '1 minute';
      RETURN v_reaped;
@@ -801,13 +802,14 @@ AS $function$
          IF v_busy THEN
            v_stamp := 0;
            IF v_waiter IS NOT NULL THEN
-         INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+           INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
                                       lease_ms, handover)
            SELECT r.name, v_waiter, r.mode, p_app_id, now() + p_ttl_ms * interval '1 millisecond', p_instance,
                   p_default_read, p_default_write, p_lease_ms, true
              FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
            ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
          PERFORM set_config('synchronous_commit', 'off', true);
+         v_stamp := -floor(extract(epoch FROM now() + p_ttl_ms * interval '1 millisecond') * 1000)::bigint;
            END IF;
          ELSE
            v_stamp := nextval('locking_stamp_seq');
@@ -896,6 +898,8 @@ AS $function$
              FROM unnest(ARRAY[v_name], ARRAY[v_mode]) AS r(name, mode)
            ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
          PERFORM set_config('synchronous_commit', 'off', true);
+         v_stamp := -floor(extract(epoch FROM now() + p_ttl_ms * interval '1 millisecond') * 1000)::bigint;
+         RETURN v_stamp;
        END IF;
        RETURN 0;
      END IF;

@@ -19,7 +19,7 @@ interface Subscriber {
 }
 
 /** A grant a release handed to a waiter of this process (`ListenerCallbacks.handedOver`). */
-export type HandOverCallback = (stamp: number) => void;
+export type HandOverCallback = (stamp: number, rowsEndMs: number) => void;
 
 /**
  * The one listening connection of this process, shared by all its waiters (opened by the first wait, which awaits
@@ -74,7 +74,7 @@ export class LockNotifications implements OnModuleDestroy {
     this.listener ??= this.store
       .listen({
         freed: (names) => this.dispatch(names),
-        handedOver: (waiter, stamp) => this.handOvers.get(waiter)?.(stamp),
+        handedOver: (waiter, stamp, rowsEndMs) => this.handOvers.get(waiter)?.(stamp, rowsEndMs),
         lost: () => {
           this.listener = undefined;
           this.beginOutage('The lock listening connection broke');

@@ -46,6 +46,9 @@ export interface WaitContext {
  */
 const LAST_CHECK_MS = 100;
 
+/** How many of a wait's last refused attempts a grant handed over may name (an older one's lease has ended). */
+const REFRESHES_KEPT = 8;
+
 /** How long the end of a wait waits for a registration still in flight, to remove its rows. */
 const CLEANUP_MS = 1000;
 
@@ -95,8 +98,13 @@ export async function waitForGroup(
   const ttlMs = context.recheckMs * 3;
   let woken = false;
   let wake: () => void = () => undefined;
-  /** A grant a release handed this waiter, not taken yet. */
-  let handed: number | undefined;
+  /** A grant a release handed this waiter, not taken yet, and the end of the rows it was handed to (epoch ms). */
+  let handed: { readonly stamp: number; readonly rowsEndMs: number } | undefined;
+  /**
+   * The last refused attempts that registered the rows (a store that `registersWaiters`): when each was sent
+   * (`LockLeases.now()`) and the rows' end it answered (see HANDED_OVER_LEASE).
+   */
+  const refreshes: Array<{ readonly sentAt: number; readonly rowsEndMs: number }> = [];
   /** The grant the wait took from a release (its rows stay until the clean-up, which must not release it). */
   let tookHandOver: number | undefined;
   /**
@@ -112,8 +120,8 @@ export async function waitForGroup(
       wake();
     },
     waiter,
-    (stamp) => {
-      handed ??= stamp;
+    (stamp, rowsEndMs) => {
+      handed ??= { stamp, rowsEndMs };
       woken = true;
       wake();
     },
@@ -121,18 +129,22 @@ export async function waitForGroup(
   /**
    * The stamp the wait takes after an attempt that answered `attempted`: a grant handed over meanwhile, unless the
    * attempt got one itself (it claimed the grant handed over, its lease counted from the attempt; or that grant's
-   * short lease had ended and the attempt granted anew) or the grant's lease has ended here already.
+   * short lease had ended and the attempt granted anew). The grant's lease is counted from the attempt that answered
+   * the rows' end the hand-over names (HANDED_OVER_LEASE); a grant whose attempt is not among the last ones, or whose
+   * lease has ended here already, is given back.
    */
   const takeHandOver = (attempted: number): number => {
     if (handed === undefined) return attempted;
-    const stamp = handed;
+    const { stamp, rowsEndMs } = handed;
     handed = undefined;
-    if (attempted > 0 || LockLeases.now() >= refreshSentAt + ttlMs) {
+    const from = refreshes.find((refresh) => refresh.rowsEndMs === rowsEndMs)?.sentAt ?? refreshSentAt;
+    const named = context.store.registersWaiters ? refreshes.some((refresh) => refresh.rowsEndMs === rowsEndMs) : true;
+    if (attempted > 0 || !named || LockLeases.now() >= from + ttlMs) {
       if (attempted !== stamp) void context.store.release(stamp).catch(() => undefined);
       return attempted;
     }
     tookHandOver = stamp;
-    context.handedOver(refreshSentAt, ttlMs);
+    context.handedOver(from, ttlMs);
     return stamp;
   };
   const onAbort = () => wake();
@@ -201,10 +213,12 @@ export async function waitForGroup(
         if (tried) {
           stamp = tried.value;
           failures = 0;
-          // Refused: it registered or refreshed the rows (see HANDED_OVER for why the send time counts).
-          if (registers && stamp === 0 && context.store.registersWaiters) {
+          // Refused, and it registered or refreshed the rows until the end it answers (HANDED_OVER_LEASE).
+          if (stamp < 0) {
             registeredAt = Date.now();
-            refreshSentAt = Math.max(refreshSentAt, attemptSentAt);
+            refreshes.push({ sentAt: attemptSentAt, rowsEndMs: -stamp });
+            if (refreshes.length > REFRESHES_KEPT) refreshes.shift();
+            stamp = 0;
           }
         } else {
           abandoned = true;

@@ -50,8 +50,11 @@ export interface LockListener {
 /** What `listen` reports: the names freed by a release or reap, `'*'` for "anything may have changed", or a loss. */
 export interface ListenerCallbacks {
   readonly freed: (names: readonly string[] | '*') => void;
-  /** A release handed `stamp` to the waiter `waiter` (committed): the grant is that waiter's. */
-  readonly handedOver: (waiter: string, stamp: number) => void;
+  /**
+   * A release handed `stamp` to the waiter `waiter` (committed): the grant is that waiter's, and its lease ends when
+   * the waiter's rows did, at `rowsEndMs` (database time, epoch ms), the end a refused attempt of the waiter answered.
+   */
+  readonly handedOver: (waiter: string, stamp: number, rowsEndMs: number) => void;
   /** The connection broke: notifications may have been missed. */
   readonly lost: () => void;
 }
@@ -71,8 +74,8 @@ export abstract class LockStore {
   abstract tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs?: number): Promise<number>;
   /**
    * Whether a waiter's refused attempt (`tryAcquire` with `waiter`) registers or refreshes its rows itself, for
-   * `waitRecheckMs` x 3, in the same statement: its wait then sends no `registerWaiter`. May turn false after a call
-   * (a schema without it).
+   * `waitRecheckMs` x 3, in the same statement: its wait then sends no `registerWaiter`, and such an attempt answers
+   * minus the rows' new end (epoch ms, database time) instead of 0. May turn false after a call (a schema without it).
    */
   get registersWaiters(): boolean {
     return false;

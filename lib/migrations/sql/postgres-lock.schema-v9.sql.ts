@@ -16,6 +16,7 @@ import { RELEASE_FUNCTION_V3, RELEASE_GRANT, RELEASE_ONE_FUNCTION_V3 } from './p
 import { groupBusy } from './postgres-lock.schema-v6.sql.js';
 import { CHECK_NAME_IN_ORDER, waiterBefore } from './postgres-lock.schema-v7.sql.js';
 import { HELD_BY_PROBE } from './postgres-lock.schema-v8.sql.js';
+import { CREATE_LOCK_SCHEMA } from './postgres-lock.schema.sql.js';
 
 /*
  * HANDED_OVER: a release that frees names some live waiter waits for takes the earliest such waiter (smallest `seq`)
@@ -30,6 +31,18 @@ import { HELD_BY_PROBE } from './postgres-lock.schema-v8.sql.js';
  * commit. The rows are locked before they are read: a refresh, the waiter's own grant or its removal either
  * committed before (and is seen) or waits for this commit.
  */
+
+/*
+ * HANDED_OVER_LEASE: the waiter did not send the statement that made a grant handed over, so it counts the grant's
+ * lease from the attempt that set its rows' end: every refused attempt answers minus that end (in ms), the hand-over's
+ * notification names the end it copied, and the waiter takes the grant only when it finds the attempt that answered
+ * that end (among its last ones); its deadline is that attempt's send time + the rows' time to live, before the
+ * database's. An attempt made after the hand-over (after a pause, say) answers another end, and a grant whose
+ * attempt the waiter cannot name is given back.
+ */
+
+/** The end of waiter rows `expires` (a timestamptz expression) as whole epoch milliseconds. */
+const ROWS_END_MS = (expires: string): string => `floor(extract(epoch FROM ${expires}) * 1000)::bigint`;
 
 /** Columns of `locking_waiters` for a hand-over (all null or false on rows of older instances). */
 const ADD_HANDOVER_COLUMNS = `ALTER TABLE locking_waiters
@@ -131,7 +144,7 @@ const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed
                    least(v_expires, now() + v_lease_ms * interval '1 millisecond'));
          -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
          PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true);
-         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp);
+         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || ${ROWS_END_MS('v_expires')});
          p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
                            WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
        END IF;
@@ -227,7 +240,9 @@ const claimHandedOver = (names: string): string => `         SELECT w.granted IN
 
 /**
  * A refused waiter registers (or refreshes) its rows in the same transaction, for `p_ttl_ms`, with what a hand-over
- * needs (see HANDED_OVER); rows already handed a grant are left as they are. The rows are soft state: when this is all
+ * needs (see HANDED_OVER), and its answer is minus the rows' end (`ROWS_END_MS`): the waiter matches it with the end a
+ * hand-over names (see HANDED_OVER_LEASE). Rows already handed a grant are left as they are (the claim before it
+ * removed them). The rows are soft state: when this is all
  * the transaction wrote, it commits without waiting for the disk (a crash may lose them: the waiter's next attempt
  * puts them back; a grant later handed over to them commits durably, and a durable commit flushes them with it).
  */
@@ -237,7 +252,8 @@ const registerRefused = (names: string, modes: string): string => `         INSE
                   p_default_read, p_default_write, p_lease_ms, true
              FROM unnest(${names}, ${modes}) AS r(name, mode)
            ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
-         PERFORM set_config('synchronous_commit', 'off', true);`;
+         PERFORM set_config('synchronous_commit', 'off', true);
+         v_stamp := -${ROWS_END_MS('now() + p_ttl_ms * interval \'1 millisecond\'')};`;
 
 /*
  * WAIT_IN_ONE_ROUND_TRIP: a waiter's attempt and its registration are one statement (`locking_wait_acquire…`): it
@@ -291,7 +307,7 @@ ${CHECK_NAME_IN_ORDER}
          IF v_busy THEN
            v_stamp := 0;
            IF v_waiter IS NOT NULL THEN
-${registerRefused('p_names[v_from:v_to]', 'p_modes[v_from:v_to]')}
+  ${registerRefused('p_names[v_from:v_to]', 'p_modes[v_from:v_to]')}
            END IF;
          ELSE
            v_stamp := nextval('locking_stamp_seq');
@@ -339,6 +355,7 @@ ${CHECK_NAME_IN_ORDER}
      IF v_busy THEN
        IF v_waiter IS NOT NULL THEN
 ${registerRefused('ARRAY[v_name]', 'ARRAY[v_mode]')}
+         RETURN v_stamp;
        END IF;
        RETURN 0;
      END IF;
@@ -352,11 +369,24 @@ ${Fragment.DROP_WAITER_ROWS}
    END
    $fn$`;
 
+/** `locking_reap` as the first migration created it (CREATE OR REPLACE), for `down`. */
+const REAP_FUNCTION_V1 = CREATE_LOCK_SCHEMA.find((statement) => statement.includes('FUNCTION locking_reap('))!.replace(
+  'CREATE FUNCTION',
+  'CREATE OR REPLACE FUNCTION',
+);
+
+/** `locking_reap`, second version: the first's, and the waiter rows of a grant handed over go with it. */
+const REAP_FUNCTION_V2 = REAP_FUNCTION_V1.replace(
+  'PERFORM locking_notify_freed(v_freed);',
+  'DELETE FROM locking_waiters WHERE granted = ANY (v_reaped);\n     PERFORM locking_notify_freed(v_freed);',
+);
+
 /** Installs the ninth schema version. */
 export const UPGRADE_LOCK_SCHEMA_V9: readonly string[] = [
   ADD_HANDOVER_COLUMNS,
   CREATE_GRANTED_INDEX,
   REAP_LAPSED_FUNCTION,
+  REAP_FUNCTION_V2,
   HAND_OVER_FUNCTION,
   WAIT_ACQUIRE_FUNCTION,
   WAIT_ACQUIRE_ONE_FUNCTION,
@@ -366,6 +396,7 @@ export const UPGRADE_LOCK_SCHEMA_V9: readonly string[] = [
 
 /** Puts the eighth version back: its functions first, then the columns and the new functions go. */
 export const DOWNGRADE_LOCK_SCHEMA_V9: readonly string[] = [
+  REAP_FUNCTION_V1,
   RELEASE_FUNCTION_V3,
   RELEASE_ONE_FUNCTION_V3,
   DROP_HANDOVER_COLUMNS,

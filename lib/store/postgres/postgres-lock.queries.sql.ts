@@ -43,7 +43,8 @@ export const TRY_ACQUIRE_ONE = `SELECT locking_try_acquire_one($1, $2, $3, $4, $
 
 /**
  * A waiter's attempt (`locking_wait_acquire`, WAIT_IN_ONE_ROUND_TRIP): TRY_ACQUIRE_GROUPS's parameters, then $10 the
- * waiters' time to live (ms) → one stamp (or 0) per group; a refused waiter's rows are registered or refreshed. Its
+ * waiters' time to live (ms) → one stamp (or 0) per group; a refused waiter's rows are registered or refreshed, and
+ * its group answers minus their end (epoch ms: HANDED_OVER_LEASE). Its
  * commit waits for the disk when it granted something (DURABLE_COMMIT), not when it only wrote waiter rows.
  */
 export const WAIT_ACQUIRE_GROUPS = `SELECT w.stamps, CASE WHEN 0 < ANY (w.stamps) AND current_setting('synchronous_commit') = 'off'

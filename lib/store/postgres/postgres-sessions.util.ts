@@ -79,9 +79,9 @@ export async function openListener(
     if (message.channel !== channel) return;
     const payload = message.payload;
     if (payload?.startsWith(HANDOVER_MARK)) {
-      // chr(1) waiter stamp (see HANDED_OVER): a waiter id has no space.
-      const [waiter, stamp] = payload.slice(HANDOVER_MARK.length).split(' ');
-      if (waiter && stamp) callbacks.handedOver(waiter, Number(stamp));
+      // chr(1) waiter stamp rows' end (see HANDED_OVER): a waiter id has no space.
+      const [waiter, stamp, rowsEnd] = payload.slice(HANDOVER_MARK.length).split(' ');
+      if (waiter && stamp && rowsEnd) callbacks.handedOver(waiter, Number(stamp), Number(rowsEnd));
       return;
     }
     callbacks.freed(!payload || payload === '*' ? '*' : payload.split('\n'));
