@@ -3,8 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { namesOf } from './dialects.js';
 import { startResetProxy } from './reset-proxy.js';
 import type { RestartableServer } from './restartable-server.js';
-import { judgeSoak, type SoakDatabaseState, type SoakVerdict } from './soak-judge.js';
-import { startSoakWorkers } from './soak-workers.js';
+import { judgeSoak, type SoakDatabaseState, type SoakFaultMoment, type SoakVerdict } from './soak-judge.js';
+import { type Moment, startSoakWorkers } from './soak-workers.js';
 import { connectClient } from './test-database.js';
 
 /** The faults of the soak, drawn at random one after the other. */
@@ -22,6 +22,25 @@ export interface SoakOptions {
   readonly leaseMs: number;
   readonly renewMs: number;
   readonly reaperMs: number;
+  /** Concurrent callers in each worker process (1 by default). */
+  readonly callers?: number;
+  /** The `waitMs` of each tryLocks call (1500 by default). */
+  readonly waitMs?: number;
+  /** LockModule's `waitRecheckMs` in the workers (500 by default). */
+  readonly waitRecheckMs?: number;
+  /** How long a holder holds: `min` + up to `spread` ms (20 + up to 200 by default), a fenced write in most holds. */
+  readonly holdMs?: { readonly min: number; readonly spread: number };
+  /**
+   * Whom kills and pauses strike: a worker that holds a grant (`holders`, by default: then somebody else waits for it),
+   * or, every other time, one that holds nothing and waits (`holders-and-waiters`: its waiter rows are left behind,
+   * and a release may hand the name to a waiter that is gone).
+   */
+  readonly strike?: 'holders' | 'holders-and-waiters';
+  /**
+   * Judges the grants that no caller received (see `SoakJudgeOptions.unreceivedBoundMs`): each must have ended
+   * within this many ms of its grant. Not judged without it.
+   */
+  readonly unreceivedBoundMs?: number;
 }
 
 /** What a soak run did and saw. */
@@ -30,6 +49,8 @@ export interface SoakRun {
   readonly faults: Record<SoakFault, number>;
   readonly closeMs: number[];
   readonly hung: string[];
+  /** The faults made, in order. */
+  readonly timeline: readonly SoakFaultMoment[];
 }
 
 /** mulberry32: a small seeded generator of numbers in [0, 1), so that a failed run's fault schedule can be replayed. */
@@ -115,9 +136,16 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
     LEASE_MS: String(options.leaseMs),
     RENEW_MS: String(options.renewMs),
     REAPER_MS: String(options.reaperMs),
+    ...(options.callers === undefined ? {} : { CALLERS: String(options.callers) }),
+    ...(options.waitMs === undefined ? {} : { WAIT_MS: String(options.waitMs) }),
+    ...(options.waitRecheckMs === undefined ? {} : { WAIT_RECHECK_MS: String(options.waitRecheckMs) }),
+    ...(options.holdMs === undefined ? {} : { HOLD_MIN_MS: String(options.holdMs.min), HOLD_SPREAD_MS: String(options.holdMs.spread) }),
   });
   const faults = Object.fromEntries(SOAK_FAULTS.map((kind) => [kind, 0])) as Record<SoakFault, number>;
   const crashes: number[] = [];
+  const timeline: SoakFaultMoment[] = [];
+  let strikes = 0;
+  const now = (): Moment => ({ hr: hrtimeMs(), wall: Date.now() });
   try {
     const end = Date.now() + options.budgetMs;
     // Rounds of every kind of fault, each round in a random order: every kind strikes, whatever the seed.
@@ -126,10 +154,15 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
       await sleep(1000 + random() * 2500);
       if (round.length === 0) round.push(...[...SOAK_FAULTS].sort(() => random() - 0.5));
       const kind = round.shift()!;
-      // Kills and pauses strike a holder when one holds a grant (then somebody else waits for it).
+      // Kills and pauses strike a holder when one holds a grant (then somebody else waits for it); with
+      // `holders-and-waiters`, every other one strikes a worker that holds nothing (it only waits).
       const holding = workers.holding();
-      const target = holding.length > 0 && kind !== 'terminate' ? pick(holding) : pick(appIds);
+      const waiterTurn = options.strike === 'holders-and-waiters' && (kind === 'kill' || kind === 'pause') && strikes++ % 2 === 1;
+      const waiting = appIds.filter((appId) => !holding.includes(appId));
+      const targets = waiterTurn ? waiting : holding;
+      const target = targets.length > 0 && kind !== 'terminate' ? pick(targets) : pick(appIds);
       faults[kind]++;
+      const from = now();
       switch (kind) {
         case 'kill':
           await workers.kill(target);
@@ -137,9 +170,8 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
         case 'pause': {
           let live = workers.live(target);
           for (let i = 0; !live && i < 100; i++) live = (await sleep(100), workers.live(target)); // starting again
-          live?.child.kill('SIGSTOP');
-          await sleep(options.leaseMs + 800 + random() * 1500);
-          live?.child.kill('SIGCONT');
+          const ms = options.leaseMs + 800 + random() * 1500;
+          await (live ? workers.pause(live, ms) : sleep(ms));
           break;
         }
         case 'fast-restart':
@@ -160,6 +192,7 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
           await terminateSessions(url);
           break;
       }
+      timeline.push({ kind, target: kind === 'kill' || kind === 'pause' ? target : undefined, from, to: now() });
     }
     await answering(url);
     // The quiet period: what a fault left (a release undone by a crash, a lease of a paused holder) ends.
@@ -169,8 +202,13 @@ export async function runSoak(server: RestartableServer, options: SoakOptions): 
   }
   const { closeMs, hung } = await workers.stop(30_000);
   await proxy.close();
-  const verdict = judgeSoak(workers.incarnations, await readState(url, appIds), crashes);
-  return { verdict, faults, closeMs, hung };
+  const verdict = judgeSoak(workers.incarnations, await readState(url, appIds), crashes, {
+    timeline,
+    ...(options.unreceivedBoundMs === undefined
+      ? {}
+      : { unreceivedBoundMs: options.unreceivedBoundMs, unreceivedNearFaultBoundMs: options.leaseMs + options.reaperMs + 2000 }),
+  });
+  return { verdict, faults, closeMs, hung, timeline };
 }
 
 /** The soak's tables, the log's final statuses, and the lock and waiter rows the app ids left. */
@@ -183,14 +221,35 @@ async function readState(url: string, appIds: readonly string[]): Promise<SoakDa
     `SELECT stamp, status, lock_names, business_done IS NOT NULL AS done FROM locking_log WHERE app_id IN (${ids})`,
     [...appIds],
   );
+  // Every grant's log row, its times as epoch ms of the database's clock (the same machine's as `Date.now()`).
+  const epochMs = (column: string) =>
+    url.startsWith('mysql:') ? `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ${column}) / 1000` : `EXTRACT(EPOCH FROM ${column})::float8 * 1000`;
+  const grants = await onServer<{ stamp: unknown; app_id: string; instance: string; status: string; acquired: unknown; ended: unknown }>(
+    url,
+    `SELECT stamp, app_id, instance, status, ${epochMs('acquired')} AS acquired, ${epochMs('ended')} AS ended
+       FROM locking_log WHERE app_id IN (${ids}) ORDER BY stamp`,
+    [...appIds],
+  );
   const left = async (table: string) =>
     Number((await onServer<{ n: unknown }>(url, `SELECT COUNT(*) AS n FROM ${table} WHERE app_id IN (${ids})`, [...appIds]))[0]?.n ?? 0);
+  // What was left, row by row (a failure then says what it was).
+  const leftRows = async (table: string) =>
+    (await onServer<Record<string, unknown>>(url, `SELECT * FROM ${table} WHERE app_id IN (${ids})`, [...appIds])).map((row) => ({ table, row }));
   return {
     counter: Number(counter[0]?.n ?? 0),
     ledger: ledger.map((row) => ({ ...row, token: Number(row.token), prev_token: Number(row.prev_token) })),
     statusOf: new Map(log.filter((row) => namesOf(row.lock_names).length > 0).map((row) => [Number(row.stamp), row.status])),
     businessDone: new Set(log.filter((row) => row.done === true || Number(row.done) === 1).map((row) => Number(row.stamp))),
+    grants: grants.map((row) => ({
+      stamp: Number(row.stamp),
+      appId: row.app_id,
+      instance: row.instance,
+      status: row.status,
+      acquired: Number(row.acquired),
+      ended: row.ended === null ? null : Number(row.ended),
+    })),
     leftLocks: await left('locking'),
     leftWaiters: await left('locking_waiters'),
+    leftRows: [...(await leftRows('locking')), ...(await leftRows('locking_waiters'))],
   };
 }

@@ -8,16 +8,33 @@ const SCRIPT = fileURLToPath(new URL('./soak-worker.child.mjs', import.meta.url)
 /** One event a soak worker reported (see soak-worker.child.mjs). */
 export type SoakEvent = Record<string, unknown> & { event: string };
 
+/** A moment on both clocks of the machine: `hr` is `process.hrtime` in ms (the workers' clock), `wall` is `Date.now()`. */
+export interface Moment {
+  readonly hr: number;
+  readonly wall: number;
+}
+
 /** One process of a soak worker: its `appId`, and what it reported until it exited. */
 export interface Incarnation {
   readonly appId: string;
   readonly child: ChildProcess;
+  /** Its process id (the end of the `instance` of its log rows: `host:pid`). */
+  readonly pid: number;
+  /** When it was spawned, and when it exited. */
+  readonly spawned: Moment;
+  exited?: Moment;
   readonly events: SoakEvent[];
   /** The test killed it (kill -9): what it held is not judged from its side. */
   killed: boolean;
+  /** When the test killed it (just before the SIGKILL). */
+  killedAt?: Moment;
+  /** When the test stopped it (SIGSTOP) and let it go on (SIGCONT). */
+  readonly pauses: Array<{ from: Moment; to?: Moment }>;
   /** Its exit code (or signal), once it exited. */
   exit?: string;
 }
+
+const moment = (): Moment => ({ hr: Number(process.hrtime.bigint()) / 1e6, wall: Date.now() });
 
 /** The soak's workers: one process per `appId`, respawned whenever one exits while the soak runs. */
 export interface SoakWorkers {
@@ -29,6 +46,8 @@ export interface SoakWorkers {
   holding(): string[];
   /** Kill -9 of `appId`'s process; it is started again at once. */
   kill(appId: string): Promise<void>;
+  /** SIGSTOP of `incarnation` for `ms`, then SIGCONT; recorded in its `pauses`. */
+  pause(incarnation: Incarnation, ms: number): Promise<void>;
   /** Asks every worker to stop (it ends its loop, releases and closes its app); resolves with each close's ms. */
   stop(timeoutMs: number): Promise<{ closeMs: number[]; hung: string[] }>;
 }
@@ -49,7 +68,7 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
       env: { ...process.env, ...env, APP_ID: appId },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const incarnation: Incarnation = { appId, child, events: [], killed: false };
+    const incarnation: Incarnation = { appId, child, pid: child.pid ?? 0, spawned: moment(), events: [], killed: false, pauses: [] };
     incarnations.push(incarnation);
     current.set(appId, incarnation);
     child.stdin!.on('error', () => undefined);
@@ -62,6 +81,7 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
       }
     });
     child.once('exit', (code, signal) => {
+      incarnation.exited = moment();
       incarnation.exit = signal ?? String(code);
       if (current.get(appId) === incarnation) current.delete(appId);
       // Started again unless the soak is stopping or the test kills it (the test then starts it itself).
@@ -76,10 +96,15 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
       return incarnation?.events.some((e) => e.event === 'started') ? incarnation : undefined;
     },
     holding() {
+      // A grant whose release was not called yet (a worker may run several callers, each with its own grant).
       return [...current.values()]
         .filter((i) => {
-          const events = i.events.map((e) => e.event);
-          return events.lastIndexOf('grant') > events.lastIndexOf('release-call');
+          const open = new Set<unknown>();
+          for (const e of i.events) {
+            if (e.event === 'grant') open.add(e.stamp);
+            else if (e.event === 'release-call') open.delete(e.stamp);
+          }
+          return open.size > 0;
         })
         .map((i) => i.appId);
     },
@@ -87,9 +112,18 @@ export function startSoakWorkers(appIds: readonly string[], env: Record<string, 
       const incarnation = current.get(appId);
       if (!incarnation) return;
       incarnation.killed = true;
+      incarnation.killedAt = moment();
       incarnation.child.kill('SIGKILL');
       await exited(incarnation.child);
       if (!stopping) launch(appId);
+    },
+    async pause(incarnation, ms) {
+      const pause: Incarnation['pauses'][number] = { from: moment() };
+      incarnation.pauses.push(pause);
+      incarnation.child.kill('SIGSTOP');
+      await sleep(ms);
+      incarnation.child.kill('SIGCONT');
+      pause.to = moment();
     },
     async stop(timeoutMs) {
       stopping = true;
