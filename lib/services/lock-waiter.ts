@@ -131,7 +131,7 @@ export async function waitForGroup(
    * attempt got one itself (it claimed the grant handed over, its lease counted from the attempt; or that grant's
    * short lease had ended and the attempt granted anew). The grant's lease is counted from the attempt that answered
    * the rows' end the hand-over names (HANDED_OVER_LEASE); a grant whose attempt is not among the last ones, or whose
-   * lease has ended here already, is given back.
+   * lease has ended here already, is left to the next attempt, made at once, which claims it with a lease of its own.
    */
   const takeHandOver = (attempted: number): number => {
     if (handed === undefined) return attempted;
@@ -139,9 +139,17 @@ export async function waitForGroup(
     handed = undefined;
     const from = refreshes.find((refresh) => refresh.rowsEndMs === rowsEndMs)?.sentAt ?? refreshSentAt;
     const named = context.store.registersWaiters ? refreshes.some((refresh) => refresh.rowsEndMs === rowsEndMs) : true;
-    if (attempted > 0 || !named || LockLeases.now() >= from + ttlMs) {
+    // Its lease here: the rows' time to live, or the grant's own lease when shorter (as `handedOver` counts it).
+    if (attempted > 0) {
+      // The attempt claimed it (the same stamp), or found its lease ended and granted anew (the stamp is dead).
       if (attempted !== stamp) void context.store.release(stamp).catch(() => undefined);
       return attempted;
+    }
+    if (!named || LockLeases.now() >= from + Math.min(ttlMs, context.leaseMs)) {
+      // No deadline that comes before the database's can be counted here: the next attempt, at once, claims the grant
+      // with a lease counted from itself (or reaps it, if its lease ended, and checks). The rows keep their place.
+      woken = true;
+      return 0;
     }
     tookHandOver = stamp;
     context.handedOver(from, ttlMs);

@@ -37,8 +37,9 @@ import { CREATE_LOCK_SCHEMA } from './postgres-lock.schema.sql.js';
  * lease from the attempt that set its rows' end: every refused attempt answers minus that end (in ms), the hand-over's
  * notification names the end it copied, and the waiter takes the grant only when it finds the attempt that answered
  * that end (among its last ones); its deadline is that attempt's send time + the rows' time to live, before the
- * database's. An attempt made after the hand-over (after a pause, say) answers another end, and a grant whose
- * attempt the waiter cannot name is given back.
+ * database's. An attempt made after the hand-over (after a pause, say) answers another end; a grant whose attempt
+ * the waiter cannot name, or whose lease has already ended by its count, is left to its next attempt, made at once,
+ * which claims it with a lease counted from itself (or reaps it if the database's lease ended).
  */
 
 /** The end of waiter rows `expires` (a timestamptz expression) as whole epoch milliseconds. */
