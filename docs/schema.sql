@@ -499,7 +499,7 @@ AS $function$
    DECLARE
      v_stamp ALIAS FOR p_stamp;
      v_names text[];
-     v_sync  text := current_setting('synchronous_commit');
+     v_sync     text := current_setting('synchronous_commit');
    BEGIN
      PERFORM set_config('enable_seqscan', 'off', true), -- see INDEX_SCANS_ONLY
              CASE WHEN p_async THEN set_config('synchronous_commit', 'off', true) END;
@@ -731,6 +731,7 @@ AS $function$
      ELSE
        -- Several names: plan this call's statements once (see GENERIC_PLANS).
        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+       -- Every key in one statement, in ascending order: the sorted subquery hands them to the calls one by one.
        PERFORM pg_advisory_xact_lock(1819239275, keys.k)
           FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
      END IF;

@@ -78,3 +78,46 @@ export const RECORD_GRANT_AND_NEXT_GROUP = `${DROP_WAITER_ROWS}
      RETURN v_stamps;
    END
    $fn$`;
+
+/**
+ * The one-lock acquisition's body up to its name's advisory lock: its variables, the mode and isolation checks, index
+ * scans only. @internal
+ */
+export const ONE_LOCK_CALL = `   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+   DECLARE
+     v_name    ALIAS FOR p_name;
+     v_mode    ALIAS FOR p_mode;
+     v_waiter  ALIAS FOR p_waiter;
+     v_stamp   bigint;
+     v_permits bigint;
+     v_busy    boolean;
+   BEGIN
+     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
+       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
+     END IF;
+${REQUIRE_READ_COMMITTED}
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(v_name));`;
+
+/**
+ * The batch acquisition's body (sixth version on) up to the start of its loop over groups: its variables, its checks,
+ * the batch's advisory locks in one statement in sorted key order. @internal
+ */
+export const BATCH_CALL_THEN_EACH_GROUP = `   DECLARE
+${TRY_ACQUIRE_VARIABLES}
+${CHECK_VARIABLES}
+   BEGIN
+${CHECK_BATCH_CALL}
+     IF cardinality(p_names) = 1 THEN
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(p_names[1]));
+     ELSE
+       -- Several names: plan this call's statements once (see GENERIC_PLANS).
+       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+       -- Every key in one statement, in ascending order: the sorted subquery hands them to the calls one by one.
+       PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, keys.k)
+          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
+     END IF;
+     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
+     FOREACH v_to IN ARRAY p_group_ends LOOP
+       v_group := v_group + 1;
+       v_waiter := p_waiters[v_group];`;

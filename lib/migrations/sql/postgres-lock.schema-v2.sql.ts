@@ -155,21 +155,7 @@ const TRY_ACQUIRE_ONE_SIGNATURE = `locking_try_acquire_one(p_app_id text, p_inst
  * @internal
  */
 export const tryAcquireOneFunction = (checkName: string): string => `CREATE OR REPLACE FUNCTION ${TRY_ACQUIRE_ONE_SIGNATURE}
-   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_name    ALIAS FOR p_name;
-     v_mode    ALIAS FOR p_mode;
-     v_waiter  ALIAS FOR p_waiter;
-     v_stamp   bigint;
-     v_permits bigint;
-     v_busy    boolean;
-   BEGIN
-     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
-       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
-     END IF;
-${Fragment.REQUIRE_READ_COMMITTED}
-     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
-     PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(v_name));
+${Fragment.ONE_LOCK_CALL}
 ${checkName}
      IF v_busy THEN
        RETURN 0;

@@ -25,44 +25,55 @@ export const RELEASE_GRANT = `UPDATE locking_log SET status = 'RELEASED', ended 
          DELETE FROM locking WHERE stamp = v_stamp;
        END IF;`;
 
-/** `locking_release`: as in the second version, with the log row taken before the lock rows. */
-export const RELEASE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
+/**
+ * `locking_release` whose loop ends each grant with `grant` (RELEASE_GRANT or a later version's), then `freed` of the
+ * names freed (`v_freed`); `variables`: declarations a later version adds. @internal
+ */
+export const releaseFunction = (grant: string, freed: (names: string) => string, variables = ''): string =>
+  `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
    DECLARE
      v_stamp    bigint;
      v_names    text[];
      v_freed    text[] := '{}';
-     v_released bigint[] := '{}';
+     v_released bigint[] := '{}';${variables}
    BEGIN
 ${RELEASE_SETTINGS}
      FOREACH v_stamp IN ARRAY p_stamps LOOP
-       ${RELEASE_GRANT}
+       ${grant}
        IF v_names IS NOT NULL THEN
          v_released := v_released || v_stamp;
          v_freed := v_freed || v_names;
          v_names := NULL;
        END IF;
      END LOOP;
-     ${notifyWaitersOf('v_freed')}
+     ${freed('v_freed')}
      RETURN v_released;
    END
    $fn$`;
 
-/** `locking_release_one`: as in the second version, with the log row taken before the lock rows. */
-export const RELEASE_ONE_FUNCTION_V3 = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
+/** `locking_release_one` likewise (`freed` of `v_names`). @internal */
+export const releaseOneFunction = (grant: string, freed: (names: string) => string, variables = ''): string =>
+  `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
    RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_stamp ALIAS FOR p_stamp;
-     v_names text[];
+     v_names text[];${variables}
    BEGIN
 ${RELEASE_SETTINGS}
-     ${RELEASE_GRANT}
+     ${grant}
      IF v_names IS NULL THEN
        RETURN false;
      END IF;
-     ${notifyWaitersOf('v_names')}
+     ${freed('v_names')}
      RETURN true;
    END
    $fn$`;
+
+/** `locking_release`: as in the second version, with the log row taken before the lock rows. */
+export const RELEASE_FUNCTION_V3 = releaseFunction(RELEASE_GRANT, notifyWaitersOf);
+
+/** `locking_release_one`: as in the second version, with the log row taken before the lock rows. */
+export const RELEASE_ONE_FUNCTION_V3 = releaseOneFunction(RELEASE_GRANT, notifyWaitersOf);
 
 /** Installs the third schema version. */
 export const UPGRADE_LOCK_SCHEMA_V3: readonly string[] = [RELEASE_FUNCTION_V3, RELEASE_ONE_FUNCTION_V3];

@@ -58,24 +58,7 @@ const READERS_YIELD = `(r.mode = 'R'
  * @internal
  */
 export const tryAcquireFunctionV6 = (checkName: string, groupCheck: string): string => `CREATE OR REPLACE FUNCTION ${Fragment.TRY_ACQUIRE_SIGNATURE}
-   DECLARE
-${Fragment.TRY_ACQUIRE_VARIABLES}
-${Fragment.CHECK_VARIABLES}
-   BEGIN
-${Fragment.CHECK_BATCH_CALL}
-     IF cardinality(p_names) = 1 THEN
-       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(p_names[1]));
-     ELSE
-       -- Several names: plan this call's statements once (see GENERIC_PLANS).
-       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
-       -- Every key in one statement, in ascending order: the sorted subquery hands them to the calls one by one.
-       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
-          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
-     END IF;
-     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
-     FOREACH v_to IN ARRAY p_group_ends LOOP
-       v_group := v_group + 1;
-       v_waiter := p_waiters[v_group];
+${Fragment.BATCH_CALL_THEN_EACH_GROUP}
        IF v_from = v_to THEN
          v_name := p_names[v_from];
          v_mode := p_modes[v_from];

@@ -11,8 +11,13 @@
  */
 import * as Fragment from './postgres-lock.fragments.sql.js';
 import { LIVE } from '../../store/lock-sql.constants.js';
-import { RELEASE_SETTINGS } from './postgres-lock.schema-v2.sql.js';
-import { RELEASE_FUNCTION_V3, RELEASE_GRANT, RELEASE_ONE_FUNCTION_V3 } from './postgres-lock.schema-v3.sql.js';
+import {
+  RELEASE_FUNCTION_V3,
+  RELEASE_GRANT,
+  RELEASE_ONE_FUNCTION_V3,
+  releaseFunction,
+  releaseOneFunction,
+} from './postgres-lock.schema-v3.sql.js';
 import { groupBusy } from './postgres-lock.schema-v6.sql.js';
 import { CHECK_NAME_IN_ORDER, waiterBefore } from './postgres-lock.schema-v7.sql.js';
 import { HELD_BY_PROBE } from './postgres-lock.schema-v8.sql.js';
@@ -178,46 +183,15 @@ const handOverOrNotify = (names: string): string =>
        PERFORM locking_hand_over(${names}, v_sync);
      END IF;`;
 
+/** The caller's `synchronous_commit` before the release changes it (see `locking_hand_over`). */
+const SYNC_VARIABLE = `
+     v_sync     text := current_setting('synchronous_commit');`;
+
 /** `locking_release`, fourth version: the third's, then the hand-over of what the batch freed. */
-const RELEASE_FUNCTION_V4 = `CREATE OR REPLACE FUNCTION ${Fragment.RELEASE_SIGNATURE}
-   DECLARE
-     v_stamp    bigint;
-     v_names    text[];
-     v_freed    text[] := '{}';
-     v_released bigint[] := '{}';
-     v_sync     text := current_setting('synchronous_commit');
-   BEGIN
-${RELEASE_SETTINGS}
-     FOREACH v_stamp IN ARRAY p_stamps LOOP
-       ${RELEASE_GRANT_V4}
-       IF v_names IS NOT NULL THEN
-         v_released := v_released || v_stamp;
-         v_freed := v_freed || v_names;
-         v_names := NULL;
-       END IF;
-     END LOOP;
-     ${handOverOrNotify('v_freed')}
-     RETURN v_released;
-   END
-   $fn$`;
+const RELEASE_FUNCTION_V4 = releaseFunction(RELEASE_GRANT_V4, handOverOrNotify, SYNC_VARIABLE);
 
 /** `locking_release_one`, fourth version: the third's, then the hand-over. */
-const RELEASE_ONE_FUNCTION_V4 = `CREATE OR REPLACE FUNCTION locking_release_one(p_app_id text, p_stamp bigint, p_async boolean)
-   RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_stamp ALIAS FOR p_stamp;
-     v_names text[];
-     v_sync  text := current_setting('synchronous_commit');
-   BEGIN
-${RELEASE_SETTINGS}
-     ${RELEASE_GRANT_V4}
-     IF v_names IS NULL THEN
-       RETURN false;
-     END IF;
-     ${handOverOrNotify('v_names')}
-     RETURN true;
-   END
-   $fn$`;
+const RELEASE_ONE_FUNCTION_V4 = releaseOneFunction(RELEASE_GRANT_V4, handOverOrNotify, SYNC_VARIABLE);
 
 /**
  * The start of a waiter's attempt (`v_waiter` not null), under its names' advisory locks: a grant handed to it that
@@ -276,23 +250,7 @@ const WAIT_ACQUIRE_SIGNATURE = `locking_wait_acquire(p_app_id text, p_instance t
 
 /** `locking_wait_acquire`: a batch of groups (see WAIT_IN_ONE_ROUND_TRIP), decided as `locking_try_acquire` (eighth). */
 const WAIT_ACQUIRE_FUNCTION = `CREATE OR REPLACE FUNCTION ${WAIT_ACQUIRE_SIGNATURE}
-   DECLARE
-${Fragment.TRY_ACQUIRE_VARIABLES}
-${Fragment.CHECK_VARIABLES}
-   BEGIN
-${Fragment.CHECK_BATCH_CALL}
-     IF cardinality(p_names) = 1 THEN
-       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(p_names[1]));
-     ELSE
-       -- Several names: plan this call's statements once (see GENERIC_PLANS).
-       PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
-       PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)
-          FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n ORDER BY 1) AS keys;
-     END IF;
-     -- Group i is p_names[previous end + 1 .. p_group_ends[i]], in arrival order.
-     FOREACH v_to IN ARRAY p_group_ends LOOP
-       v_group := v_group + 1;
-       v_waiter := p_waiters[v_group];
+${Fragment.BATCH_CALL_THEN_EACH_GROUP}
        v_stamp := NULL;
        IF v_waiter IS NOT NULL THEN
 ${claimHandedOver('p_names[v_from:v_to]')}
@@ -331,21 +289,7 @@ ${Fragment.DROP_WAITER_ROWS}
 const WAIT_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_wait_acquire_one(p_app_id text, p_instance text, p_name text,
                                           p_mode text, p_waiter text, p_default_read integer, p_default_write integer,
                                           p_lease_ms integer, p_ttl_ms integer)
-   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
-   DECLARE
-     v_name    ALIAS FOR p_name;
-     v_mode    ALIAS FOR p_mode;
-     v_waiter  ALIAS FOR p_waiter;
-     v_stamp   bigint;
-     v_permits bigint;
-     v_busy    boolean;
-   BEGIN
-     IF v_mode IS NULL OR v_mode NOT IN ('R', 'W') THEN
-       RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
-     END IF;
-${Fragment.REQUIRE_READ_COMMITTED}
-     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
-     PERFORM pg_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, hashtext(v_name));
+${Fragment.ONE_LOCK_CALL}
      IF v_waiter IS NOT NULL THEN
 ${claimHandedOver('ARRAY[v_name]')}
        IF v_stamp IS NOT NULL THEN
