@@ -30,6 +30,13 @@ export const DEFAULT_PERMITS: LockPermits = { read: 1, write: 1 };
 /** @internal */
 export const DEFAULT_PERMITS_REFRESH_INTERVAL_MS = 30_000;
 
+/**
+ * The shortest time a waiter's rows count after its last attempt, whatever `waitRecheckMs` says: a grant a release
+ * hands over ends with them unless renewed, and its holder renews it once half of this has passed, so a busy database
+ * or event loop has at least half a second for that renewal. @internal
+ */
+export const MIN_WAITER_TTL_MS = 1000;
+
 /** Prefix of the library's interval names in `SchedulerRegistry`. @internal */
 export const TASK_PREFIX = 'nestjs-db-locks';
 

@@ -99,7 +99,8 @@ export interface LockModuleOptions {
   reaperBatchSize?: number;
   /**
    * While waiting (`waitMs`), re-check the group at least this often even without a notification, so that a lost
-   * notification or a dropped listening connection never strands a waiter.
+   * notification or a dropped listening connection never strands a waiter. A waiter's place in the queue lasts
+   * 3 × this (at least 1 s) after its last check: a waiter whose process died holds others off no longer.
    * @default 1000
    */
   waitRecheckMs?: number;

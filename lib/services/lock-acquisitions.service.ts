@@ -126,9 +126,9 @@ export class LockAcquisitions {
     steps: Pick<WaitContext, 'attempt' | 'resolve' | 'handedOver'>,
   ): Promise<number> {
     const { store, notifications } = this;
-    const { waitRecheckMs: recheckMs } = this.options;
+    const { waitRecheckMs: recheckMs, waiterTtlMs: ttlMs } = this.options;
     const cleanUp = (waiter: string, after: Promise<unknown>, keep?: number) => this.removeWaiter(waiter, after, keep);
-    const context: WaitContext = { ...steps, store, notifications, recheckMs, leaseMs, cleanUp };
+    const context: WaitContext = { ...steps, store, notifications, recheckMs, ttlMs, leaseMs, cleanUp };
     const stop = signal ? AbortSignal.any([signal, this.closing.signal]) : this.closing.signal;
     const waiting = waitForGroup(context, group, Date.now() + waitMs, stop);
     this.waits.add(waiting);

@@ -5,7 +5,13 @@ import { DEFAULT_LOCK_TABLES, type LockTables } from '../store/lock-tables.util.
 import { type LockDatabaseUrl, parseLockDatabaseUrl, redactedUrl } from './lock-url.util.js';
 import { assertKnownKeys } from './option-keys.util.js';
 import { defaultLockNameAttribute } from '../telemetry/lock-attributes.util.js';
-import { DEFAULT_PERMITS, DEFAULT_PERMITS_REFRESH_INTERVAL_MS, APP_ID_PATTERN, MAX_PERMITS } from '../lock.constants.js';
+import {
+  DEFAULT_PERMITS,
+  DEFAULT_PERMITS_REFRESH_INTERVAL_MS,
+  APP_ID_PATTERN,
+  MAX_PERMITS,
+  MIN_WAITER_TTL_MS,
+} from '../lock.constants.js';
 
 /** `LockModuleOptions` validated, with every default applied (the only place defaults are merged). @internal */
 export interface ResolvedLockOptions {
@@ -25,6 +31,11 @@ export interface ResolvedLockOptions {
   readonly reaperBatchSize: number;
   readonly instance: string;
   readonly waitRecheckMs: number;
+  /**
+   * How long a waiter's rows count after its last attempt: 3 × `waitRecheckMs`, at least `MIN_WAITER_TTL_MS`. A grant
+   * a release hands over lasts that long before its holder renews it, so it leaves room for one renewal.
+   */
+  readonly waiterTtlMs: number;
   readonly queryTimeoutMs: number;
   readonly startupTimeoutMs: number;
   readonly shutdownGraceMs: number;
@@ -118,6 +129,7 @@ export function resolveLockOptions(
   const defaultPermits = objectOption('defaultPermits', options.defaultPermits, PERMITS_KEYS);
   const leaseMs = integerOption('leaseMs', options.leaseMs, 30_000, 100, MAX_INTERVAL_MS);
   const maxHoldMs = integerOption('maxHoldMs', options.maxHoldMs, 0, 0, Number.MAX_SAFE_INTEGER);
+  const waitRecheckMs = integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000);
   const instance = options.instance ?? `${hostname()}:${process.pid}`;
   if (typeof instance !== 'string' || instance.length < 1 || instance.length > 200) {
     throw new LockConfigurationError(`LockModule option instance must be 1-200 characters (got ${String(instance)})`);
@@ -150,7 +162,8 @@ export function resolveLockOptions(
     logRetentionMs: integerOption('logRetentionMs', options.logRetentionMs, 7 * 24 * 3_600_000, 0, Number.MAX_SAFE_INTEGER),
     reaperBatchSize: integerOption('reaperBatchSize', options.reaperBatchSize, 100, 1, 10_000),
     instance,
-    waitRecheckMs: integerOption('waitRecheckMs', options.waitRecheckMs, 1000, 10, 60_000),
+    waitRecheckMs,
+    waiterTtlMs: Math.max(3 * waitRecheckMs, MIN_WAITER_TTL_MS),
     queryTimeoutMs: integerOption('queryTimeoutMs', options.queryTimeoutMs, 10_000, 100, MAX_INTERVAL_MS),
     startupTimeoutMs: integerOption('startupTimeoutMs', options.startupTimeoutMs, 30_000, 0, MAX_INTERVAL_MS),
     shutdownGraceMs: integerOption('shutdownGraceMs', options.shutdownGraceMs, 10_000, 0, MAX_INTERVAL_MS),

@@ -201,15 +201,22 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
   });
 
   it('renews a grant handed over before its short lease ends, while it is held', async () => {
-    const quick = await createLockApp(db.url, { appId: 'quick', waitRecheckMs: 100 }); // rows live 300 ms
+    // The shortest re-check there is: its rows would live 30 ms, but live 1 s (MIN_WAITER_TTL_MS), so that the
+    // holder of a grant handed over has half a second to renew it.
+    const quick = await createLockApp(db.url, { appId: 'quick', waitRecheckMs: 10 });
     try {
       const held = await holder.locks.tryLocks(['HS_WRITE']);
       const waiting = quick.locks.tryLocks(['HS_WRITE'], { waitMs: 10_000 });
       await until(async () => (await waitingRows('HS')) === 1);
       await holder.locks.releaseLocks(held);
       const stamp = await waiting;
-      expect((await logRow(stamp)).acquired.getTime()).toBe((await logRow(held)).ended!.getTime());
-      await sleep(1000); // three times the rows' time to live
+      const handed = await logRow(stamp);
+      expect(handed.acquired.getTime()).toBe((await logRow(held)).ended!.getTime());
+      if (handed.lease_expires.getTime() - handed.acquired.getTime() < 5000) {
+        // Not renewed yet: its lease is what was left of the rows' second.
+        expect(handed.lease_expires.getTime() - handed.acquired.getTime()).toBeGreaterThan(500);
+      }
+      await sleep(1500); // past the rows' time to live
       const row = await logRow(stamp);
       expect(row.status).toBe('ACQUIRED');
       expect(row.lease_expires.getTime() - row.acquired.getTime()).toBeGreaterThan(5000); // a full lease now

@@ -119,11 +119,10 @@ export class PostgresHotPath {
 
   /**
    * A batch with waiters (WAIT_IN_ONE_ROUND_TRIP): the same decisions as `acquireBatch`'s functions, and a refused
-   * waiter's rows registered or refreshed for `waitRecheckMs` x 3 (the waiter's own time to live) in the same statement.
+   * waiter's rows registered or refreshed for `waiterTtlMs` (the waiter's own time to live) in the same statement.
    */
   private async waitBatch(leaseMs: number, requests: readonly AcquireRequest[]): Promise<number[]> {
-    const { appId, instance, defaultPermits, waitRecheckMs } = this.options;
-    const ttlMs = waitRecheckMs * 3;
+    const { appId, instance, defaultPermits, waiterTtlMs: ttlMs } = this.options;
     const [only] = requests;
     const lock = only?.group[0];
     if (requests.length === 1 && only?.group.length === 1 && lock) {
