@@ -49,6 +49,8 @@ export interface HotNameResult {
   readonly hot: HotNameRow;
   readonly alone: HotNameRow;
   readonly native: HotNameRow;
+  /** PostgreSQL: the bare durable hand-over (see `durableFloorCycles`); none on MariaDB. */
+  readonly floor?: HotNameRow;
   readonly rounds: number;
   readonly sliceSeconds: number;
 }
@@ -191,6 +193,39 @@ async function nativeCycles(url: string, mysql: boolean, prefix: string): Promis
 }
 
 /**
+ * The floor of a durable hand-over on PostgreSQL, bare: two sessions pass the name back and forth, each turn one
+ * transaction of the releasing session (UPDATE of one row, `pg_notify` to the other session, COMMIT waiting for the
+ * disk) that the other session hears as its grant. What any hand-over within one durable commit costs at the least:
+ * the commit and the notification's delivery, with no lock logic.
+ */
+async function durableFloorCycles(url: string): Promise<{ cycles: Cycle[]; close: () => Promise<void> }> {
+  const clients = await openClients(url, INSTANCES);
+  await clients[0]!.query(
+    'CREATE TABLE IF NOT EXISTS bench_hot_floor (id int PRIMARY KEY, holder int); ' +
+      'INSERT INTO bench_hot_floor VALUES (1, 0) ON CONFLICT (id) DO NOTHING',
+  );
+  for (const [i, client] of clients.entries()) await client.query(`LISTEN bench_hot_floor_${i}`);
+  const cycle: Cycle = async (clock, window) => {
+    let grants = 0;
+    for (let turn = 0; window.going(); turn++) {
+      const holder = turn % INSTANCES;
+      const next = (turn + 1) % INSTANCES;
+      const heard = new Promise<void>((resolve) => clients[next]!.once('notification', () => resolve()));
+      clock.releasing(holder);
+      await clients[holder]!.query(
+        `BEGIN; SET LOCAL synchronous_commit = on; UPDATE bench_hot_floor SET holder = ${next} WHERE id = 1; ` +
+          `SELECT pg_notify('bench_hot_floor_${next}', '${turn}'); COMMIT`,
+      );
+      await heard;
+      clock.granted(next);
+      if (window.counting()) grants++;
+    }
+    return { grants, timedOut: 0 };
+  };
+  return { cycles: [cycle], close: async () => void (await Promise.all(clients.map((client) => client.end()))) };
+}
+
+/**
  * The hot-name workload: 16 callers (two application instances × 8) each taking the same write lock with a wait and
  * releasing it at once, beside W1's shape (one caller, uncontended) and the database's own lock on one name (16
  * sessions, blocking), in `plan.rounds` interleaved rounds of `plan.sliceSeconds` after `plan.warmupMs`.
@@ -202,8 +237,8 @@ export async function measureHotName(url: string, plan: BenchPlan, prefix = 'ben
   try {
     for (let i = 0; i < INSTANCES; i++) apps.push(await bootApplication(url, `bench-hot-${i}`));
     const instances = apps.map((app) => app.get(LockService));
-    const rows = { hot: emptyRow('hot'), alone: emptyRow('alone'), native: emptyRow('native') };
-    const order = ['hot', 'alone', 'native'] as const;
+    const rows = { hot: emptyRow('hot'), alone: emptyRow('alone'), native: emptyRow('native'), floor: emptyRow('floor') };
+    const order = mysql ? (['hot', 'alone', 'native'] as const) : (['hot', 'alone', 'native', 'floor'] as const);
     for (let round = 0; round < plan.rounds; round++) {
       const progress: string[] = [];
       for (let position = 0; position < order.length; position++) {
@@ -212,7 +247,8 @@ export async function measureHotName(url: string, plan: BenchPlan, prefix = 'ben
         let cycles: Cycle[];
         if (row === 'hot') cycles = libraryCycles(instances, CALLERS_PER_INSTANCE, HOT, WAIT_MS);
         else if (row === 'alone') cycles = libraryCycles(instances.slice(0, 1), 1, ALONE, 0);
-        else ({ cycles, close } = await nativeCycles(url, mysql, prefix));
+        else if (row === 'native') ({ cycles, close } = await nativeCycles(url, mysql, prefix));
+        else ({ cycles, close } = await durableFloorCycles(url));
         try {
           const slice = await runSlice(cycles, plan);
           const target = rows[row];
@@ -227,7 +263,8 @@ export async function measureHotName(url: string, plan: BenchPlan, prefix = 'ben
       }
       process.stderr.write(`hot name (${mysql ? 'MariaDB' : 'PostgreSQL'}) round ${round + 1}/${plan.rounds}: ${progress.join(', ')}\n`);
     }
-    return { dialect: mysql ? 'mysql' : 'postgres', ...rows, rounds: plan.rounds, sliceSeconds: plan.sliceSeconds };
+    const { floor, ...always } = rows;
+    return { dialect: mysql ? 'mysql' : 'postgres', ...always, ...(mysql ? {} : { floor }), rounds: plan.rounds, sliceSeconds: plan.sliceSeconds };
   } finally {
     for (const app of apps) await app.close();
   }
@@ -248,6 +285,7 @@ export function formatHotName(result: HotNameResult): { lines: string[]; missed:
     ['nestjs-db-locks, one hot name: 2 instances x 8 callers, waitMs', result.hot],
     ['nestjs-db-locks, W1: 1 caller, uncontended', { ...result.alone, toOther: [], toSame: [] }],
     [native, result.native],
+    ...(result.floor ? [['a durable hand-over, bare: 2 sessions, UPDATE + pg_notify + COMMIT', result.floor] as [string, HotNameRow]] : []),
   ];
   const width = Math.max(...rows.map(([name]) => name.length));
   const target = TARGETS[result.dialect];
@@ -272,7 +310,11 @@ export function formatHotName(result: HotNameResult): { lines: string[]; missed:
       '',
       `${label} hot name / W1: ${ofW1.toFixed(2)} x (target >= ${target.ofW1}) ${metRate ? 'met' : 'MISSED'}; ` +
         `hand-over to another instance, median: ${handover.toFixed(2)} ms (target <= ${target.handoverMs} ms) ` +
-        `${metHandover ? 'met' : 'MISSED'}; waits timed out: ${result.hot.timedOut}`,
+        `${metHandover ? 'met' : 'MISSED'}; waits timed out: ${result.hot.timedOut}` +
+        (result.floor
+          ? `; the bare durable hand-over (the floor of any): ${ms(result.floor.toOther, 50)} ms median, ` +
+            `${median(result.floor.perSecond).toFixed(0)}/s (${(median(result.floor.perSecond) / median(result.alone.perSecond)).toFixed(2)} x W1)`
+          : ''),
     ],
     missed: [...(metRate ? [] : [`${label} hot name / W1`]), ...(metHandover ? [] : [`${label} hot-name hand-over median`])],
   };
