@@ -283,6 +283,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.locking_hand_over(p_freed text[], p_sync text)
  RETURNS void
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
    DECLARE
      v_waiter        text;
@@ -411,6 +412,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.locking_reap_lapsed(p_names text[])
  RETURNS void
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
    DECLARE
      v_reaped bigint[];

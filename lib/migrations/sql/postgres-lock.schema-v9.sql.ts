@@ -67,13 +67,22 @@ const DROP_HANDOVER_COLUMNS = `ALTER TABLE locking_waiters
   DROP COLUMN handover, DROP COLUMN granted`;
 
 /**
+ * The hand-over's functions plan their statements once per session (generic plans, for the call only): PL/pgSQL
+ * plans a statement with its parameters' values for its first five runs and keeps a generic plan only when the planner
+ * estimates it no dearer, which it never did for these; planning each statement again cost more than running it
+ * (measured with `track_functions`: `locking_reap_lapsed` 0.41 ms a call, 0.11 ms with generic plans, whose plans use
+ * the same indexes: `locking_pk`, `locking_waiters_pk`, `locking_log_pkey`).
+ */
+const GENERIC_PLANS = `SET plan_cache_mode = force_generic_plan`;
+
+/**
  * Ends the grants holding `p_names` whose lease has ended (REAPED, as the reaper does, in the same order: the log row
  * first, skipped when another transaction holds it, then the lock rows), and notifies the names freed. Called by a
  * waiter's attempt under its names' advisory locks: a grant handed to a waiter that is gone frees the name at the
  * next attempt after its short lease, not at the reaper's next tick.
  */
 const REAP_LAPSED_FUNCTION = `CREATE OR REPLACE FUNCTION locking_reap_lapsed(p_names text[])
-   RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+   RETURNS void LANGUAGE plpgsql VOLATILE ${GENERIC_PLANS} AS $fn$
    DECLARE
      v_reaped bigint[];
      v_freed  text[];
@@ -103,7 +112,7 @@ const REAP_LAPSED_FUNCTION = `CREATE OR REPLACE FUNCTION locking_reap_lapsed(p_n
  * handed over for writing (to the other waiters, as before).
  */
 const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed text[], p_sync text)
-   RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
+   RETURNS void LANGUAGE plpgsql VOLATILE ${GENERIC_PLANS} AS $fn$
    DECLARE
      v_waiter        text;
      v_from          integer := 1;
