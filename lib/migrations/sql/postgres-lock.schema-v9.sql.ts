@@ -125,46 +125,46 @@ const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed
      v_instance      text;
      v_expires       timestamptz;
      v_lease_ms      integer;
-     v_rows          integer;
+     v_ready         boolean;
      v_stamp         bigint;
    BEGIN
      SELECT w.waiter INTO v_waiter FROM locking_waiters w
       WHERE w.lock_name = ANY (p_freed) AND w.expires > now() ORDER BY w.seq LIMIT 1;
      IF v_waiter IS NOT NULL THEN
-       SELECT array_agg(w.lock_name::text ORDER BY w.lock_name COLLATE "C"), array_agg(w.mode::text ORDER BY w.lock_name COLLATE "C")
-         INTO p_names, p_modes FROM locking_waiters w WHERE w.waiter = v_waiter AND w.handover;
-     END IF;
-     IF p_names IS NOT NULL THEN
+       -- All of the waiter's rows, locked (its own attempt or clean-up waits); a hand-over only when every one is live,
+       -- not handed a grant yet, and was written by an instance that takes hand-overs.
+       SELECT array_agg(s.lock_name::text ORDER BY s.lock_name COLLATE "C"), array_agg(s.mode::text ORDER BY s.lock_name COLLATE "C"),
+              min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
+              bool_and(s.handover AND s.granted IS NULL AND s.expires > now())
+         INTO p_names, p_modes, v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_ready
+         FROM (SELECT w.lock_name, w.mode, w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms,
+                      w.handover, w.granted
+                 FROM locking_waiters w WHERE w.waiter = v_waiter FOR UPDATE) AS s;
        -- The freed names' advisory locks are held (RELEASE_SEES_WAITERS); the waiter's other names' are only tried:
        -- waiting for them out of order could deadlock with an acquisition. Not all free: no hand-over.
-       IF NOT (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)), true)
-                 FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys) THEN
-         p_names := NULL;
+       IF v_ready AND cardinality(p_names) > 1 THEN
+         v_ready := (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)), true)
+                       FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys);
        END IF;
-     END IF;
-     IF p_names IS NOT NULL THEN
-       SELECT min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
-              count(*)
-         INTO v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_rows
-         FROM (SELECT w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms FROM locking_waiters w
-                WHERE w.waiter = v_waiter AND w.granted IS NULL AND w.expires > now() FOR UPDATE) AS s;
        v_to := cardinality(p_names);
-       IF v_rows = v_to AND NOT EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)}) THEN
+       IF v_ready AND NOT EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)}) THEN
          v_stamp := nextval('locking_stamp_seq');
-         UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter;
-         INSERT INTO locking (lock_name, mode, app_id, stamp)
-           SELECT r.name, r.mode, v_app, v_stamp FROM unnest(p_names, p_modes) AS r(name, mode);
+         WITH handed AS (UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter),
+              held AS (INSERT INTO locking (lock_name, mode, app_id, stamp)
+                         SELECT r.name, r.mode, v_app, v_stamp FROM unnest(p_names, p_modes) AS r(name, mode))
          INSERT INTO locking_log (stamp, app_id, instance, lock_names, lock_modes, status, lease_expires)
            VALUES (v_stamp, v_app, v_instance, p_names, p_modes::char(1)[], 'ACQUIRED',
                    least(v_expires, now() + v_lease_ms * interval '1 millisecond'));
          -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
-         PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true);
-         PERFORM pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || ${ROWS_END_MS('v_expires')});
+         PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true),
+                 pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || ${ROWS_END_MS('v_expires')});
          p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
                            WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
        END IF;
      END IF;
-     PERFORM locking_notify_freed(p_freed);
+     IF cardinality(p_freed) > 0 THEN
+       PERFORM locking_notify_freed(p_freed);
+     END IF;
    END
    $fn$`;
 
