@@ -127,6 +127,31 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
     expect(await db.query(`SELECT granted FROM locking_waiters WHERE waiter = 'older'`)).toEqual([{ granted: null }]);
   });
 
+  it('never hands a grant to a waiter whose other rows expired or were already handed one', async () => {
+    const waiterRow = (name: string, waiter: string, expires: string, granted = 'NULL') =>
+      db.query(`INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read,
+                  default_write, lease_ms, handover, granted)
+                VALUES ('${name}', '${waiter}', 'W', 'half-app', now() + interval '${expires}', 'half', 1, 1, 30000, true, ${granted})`);
+    // One waiter live on HX whose row on HY expired: it stopped refreshing, so it is gone, whatever HX's row says.
+    let held = await holder.locks.tryLocks(['HX_WRITE']);
+    await waiterRow('HX', 'half', '10 seconds');
+    await waiterRow('HY', 'half', '-1 second');
+    await holder.locks.releaseLocks(held);
+    expect(await grantsOf('HX', held)).toEqual([]);
+    expect(await db.query(`SELECT granted FROM locking_waiters WHERE waiter = 'half'`)).toEqual([{ granted: null }, { granted: null }]);
+    await db.query(`DELETE FROM locking_waiters`);
+    // One whose row on HZ was already handed a grant (a stamp no live grant has: only the mark matters).
+    held = await holder.locks.tryLocks(['HX_WRITE']);
+    await waiterRow('HX', 'marked', '10 seconds');
+    await waiterRow('HZ', 'marked', '10 seconds', '1');
+    await holder.locks.releaseLocks(held);
+    expect(await grantsOf('HX', held)).toEqual([]);
+    expect(await db.query(`SELECT granted FROM locking_waiters WHERE waiter = 'marked' ORDER BY lock_name`)).toEqual([
+      { granted: null },
+      { granted: '1' },
+    ]);
+  });
+
   it('a grant handed to a waiter that is gone frees the name when its rows would have expired, not after a lease', async () => {
     const live = await createLockApp(db.url, { appId: 'live', waitRecheckMs: 100 });
     try {
