@@ -300,26 +300,31 @@ AS $function$
      v_ready         boolean;
      v_stamp         bigint;
    BEGIN
-     SELECT w.waiter INTO v_waiter FROM locking_waiters w
-      WHERE w.lock_name = ANY (p_freed) AND w.expires > now() ORDER BY w.seq LIMIT 1;
+     -- The earliest live waiter of the freed names, and all of its rows, locked (its own attempt or clean-up waits; an
+     -- attempt behind it does not, see BEHIND_A_WAITER); a hand-over only when every one is live, not handed a grant
+     -- yet, and was written by an instance that takes hand-overs.
+     SELECT min(s.waiter), array_agg(s.lock_name::text ORDER BY s.lock_name COLLATE "C"),
+            array_agg(s.mode::text ORDER BY s.lock_name COLLATE "C"), min(s.expires), min(s.app_id), min(s.instance),
+            min(s.default_read), min(s.default_write), min(s.lease_ms), bool_and(s.handover AND s.granted IS NULL AND s.expires > now())
+       INTO v_waiter, p_names, p_modes, v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_ready
+       FROM (SELECT w.waiter, w.lock_name, w.mode, w.expires, w.app_id, w.instance, w.default_read, w.default_write,
+                    w.lease_ms, w.handover, w.granted
+               FROM locking_waiters w
+              WHERE w.waiter = (SELECT f.waiter FROM locking_waiters f
+                                 WHERE f.lock_name = ANY (p_freed) AND f.expires > now() ORDER BY f.seq LIMIT 1)
+                FOR NO KEY UPDATE OF w) AS s;
      IF v_waiter IS NOT NULL THEN
-       -- All of the waiter's rows, locked (its own attempt or clean-up waits); a hand-over only when every one is live,
-       -- not handed a grant yet, and was written by an instance that takes hand-overs.
-       SELECT array_agg(s.lock_name::text ORDER BY s.lock_name COLLATE "C"), array_agg(s.mode::text ORDER BY s.lock_name COLLATE "C"),
-              min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
-              bool_and(s.handover AND s.granted IS NULL AND s.expires > now())
-         INTO p_names, p_modes, v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_ready
-         FROM (SELECT w.lock_name, w.mode, w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms,
-                      w.handover, w.granted
-                 FROM locking_waiters w WHERE w.waiter = v_waiter FOR UPDATE) AS s;
+       v_to := cardinality(p_names);
        -- The freed names' advisory locks are held (RELEASE_SEES_WAITERS); the waiter's other names' are only tried:
        -- waiting for them out of order could deadlock with an acquisition. Not all free: no hand-over.
-       IF v_ready AND cardinality(p_names) > 1 THEN
+       IF v_ready AND v_to > 1 THEN
          v_ready := (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(1819239275, keys.k)), true)
                        FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys);
        END IF;
-       v_to := cardinality(p_names);
-       IF v_ready AND NOT EXISTS (SELECT 1
+       -- ONE_NAME_FREE: a waiter of one name that nobody holds any more takes it. No waiter before it can hold it back:
+       -- it is the earliest live one of the freed names. Otherwise the acquisition's own check, whole.
+       IF v_ready AND NOT (v_to = 1 AND NOT EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = p_names[1])) THEN
+         v_ready := NOT EXISTS (SELECT 1
            FROM unnest(p_names[v_from:v_to], p_modes[v_from:v_to]) AS r(name, mode)
           WHERE ((SELECT true FROM locking l WHERE l.lock_name = r.name LIMIT 1) IS NOT NULL
                  AND (SELECT count(*) FILTER (WHERE h.mode = r.mode) >= min(h.permits)
@@ -337,7 +342,9 @@ AS $function$
                                                     9223372036854775807)
                                AND NOT EXISTS (SELECT 1 FROM locking_waiters g JOIN locking l ON l.lock_name = g.lock_name
                                                 WHERE g.waiter = w.waiter AND g.lock_name <> r.name AND g.expires > now()
-                                                  AND (g.mode = 'W' OR l.mode = 'W')))) THEN
+                                                  AND (g.mode = 'W' OR l.mode = 'W'))));
+       END IF;
+       IF v_ready THEN
          v_stamp := nextval('locking_stamp_seq');
          WITH handed AS (UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter),
               held AS (INSERT INTO locking (lock_name, mode, app_id, stamp)
@@ -348,8 +355,15 @@ AS $function$
          -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
          PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true),
                  pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || floor(extract(epoch FROM v_expires) * 1000)::bigint);
-         p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
-                           WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+         -- The names handed over for writing are not free any more; those handed for reading are (to other readers).
+         IF v_to = 1 THEN
+           IF p_modes[1] = 'W' THEN
+             p_freed := array_remove(p_freed, p_names[1]);
+           END IF;
+         ELSE
+           p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
+                             WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+         END IF;
        END IF;
      END IF;
      IF cardinality(p_freed) > 0 THEN
@@ -836,6 +850,7 @@ AS $function$
 CREATE OR REPLACE FUNCTION public.locking_wait_acquire_one(p_app_id text, p_instance text, p_name text, p_mode text, p_waiter text, p_default_read integer, p_default_write integer, p_lease_ms integer, p_ttl_ms integer)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
    DECLARE
      v_name    ALIAS FOR p_name;
@@ -853,6 +868,25 @@ AS $function$
          current_setting('transaction_isolation') USING ERRCODE = 'LK001';
      END IF;
      PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
+     IF v_waiter IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM locking_waiters m WHERE m.waiter = v_waiter AND m.granted IS NOT NULL) THEN
+       PERFORM 1 FROM locking_waiters w
+        WHERE w.lock_name = v_name AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now() AND w.granted IS NULL
+          AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter), 9223372036854775807)
+          AND NOT EXISTS (SELECT 1 FROM locking_waiters g WHERE g.waiter = w.waiter AND g.lock_name <> v_name)
+        LIMIT 1 FOR KEY SHARE OF w;
+       IF FOUND THEN
+         INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+                                      lease_ms, handover)
+           SELECT r.name, v_waiter, r.mode, p_app_id, now() + p_ttl_ms * interval '1 millisecond', p_instance,
+                  p_default_read, p_default_write, p_lease_ms, true
+             FROM unnest(ARRAY[v_name], ARRAY[v_mode]) AS r(name, mode)
+           ON CONFLICT (lock_name, waiter) DO UPDATE SET expires = EXCLUDED.expires WHERE locking_waiters.granted IS NULL;
+         PERFORM set_config('synchronous_commit', 'off', true);
+         v_stamp := -floor(extract(epoch FROM now() + p_ttl_ms * interval '1 millisecond') * 1000)::bigint;
+         RETURN v_stamp;
+       END IF;
+     END IF;
      PERFORM pg_advisory_xact_lock(1819239275, hashtext(v_name));
      IF v_waiter IS NOT NULL THEN
          SELECT w.granted INTO v_stamp FROM locking_waiters w

@@ -1,4 +1,5 @@
 import { LockWaitAbortedError } from 'nestjs-db-locks';
+import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
@@ -251,6 +252,98 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
     }
   });
 
+  describe('a waiter queued behind an earlier one (it registers without the name\'s advisory lock)', () => {
+    /** A session of its own, with `settings` (SET statements) applied. */
+    const session = async (...settings: string[]) => {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      for (const setting of settings) await client.query(setting);
+      return client;
+    };
+    /** The direct attempt of waiter `waiter` of app `app` on `name` in `mode` (what the hot path sends). */
+    const attempt = (client: pg.Client, app: string, name: string, mode: 'R' | 'W', waiter: string) =>
+      client
+        .query<{ stamp: string }>(`SELECT locking_wait_acquire_one($1, 'x', $2, $3, $4, 1, 1, 30000, 3000) AS stamp`, [app, name, mode, waiter])
+        .then((result) => Number(result.rows[0]!.stamp));
+    const olderWaiterRow = (name: string, waiter: string, mode: 'R' | 'W', handover: boolean, names = [name]) =>
+      db.query(
+        `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, expires, instance, default_read, default_write,
+                                      lease_ms, handover)
+           SELECT n, $2, $3, 'early-app', now() + interval '10 seconds', 'early', 1, 1, 30000, $4 FROM unnest($1::text[]) AS n`,
+        [names, waiter, mode, handover],
+      );
+
+    it('registers while another transaction holds the advisory lock, and keeps the earlier waiter from leaving until it commits', async () => {
+      const held = await holder.locks.tryLocks(['HB_WRITE']);
+      const first = waiter.locks.tryLocks(['HB_WRITE'], { waitMs: 10_000 });
+      await until(async () => (await waitingRows('HB')) === 1);
+      // As a release or an attempt that may grant: the name's advisory lock, held in an open transaction.
+      const locker = await session();
+      const late = await session(`SET statement_timeout = '3s'`);
+      const other = await session(`SET lock_timeout = '300ms'`);
+      try {
+        await locker.query('BEGIN');
+        await locker.query('SELECT pg_advisory_xact_lock(1819239275, hashtext(n)) FROM unnest($1::text[]) AS n', [['HB', 'HC']]);
+        await late.query('BEGIN');
+        expect(await attempt(late, 'late-app', 'HB', 'W', 'late')).toBeLessThan(0); // refused and registered at once
+        // The earlier waiter's row is held: its waiter cannot take it away (its grant, its leaving, the reaper) ...
+        const earlier = `SELECT waiter FROM locking_waiters WHERE lock_name = 'HB' AND app_id = 'waiter'`;
+        await expect(other.query(`DELETE FROM locking_waiters WHERE waiter = (${earlier})`)).rejects.toMatchObject({ code: '55P03' });
+        // ... but a hand-over may still mark it.
+        await other.query(`UPDATE locking_waiters SET expires = expires WHERE waiter = (${earlier})`);
+        await late.query('COMMIT');
+        // A first waiter (of a name nobody waits for) takes the full path: it waits for the advisory lock.
+        await expect(attempt(other, 'head-app', 'HC', 'W', 'head')).rejects.toMatchObject({ code: '55P03' });
+        await locker.query('ROLLBACK');
+        // The releases hand the name over in the order of registration: the earlier waiter, then the late one.
+        await holder.locks.releaseLocks(held);
+        const stamp = await first;
+        await waiter.locks.releaseLocks(stamp);
+        const [handed, next] = await grantsOf('HB', held);
+        expect([handed?.app_id, next?.app_id]).toEqual(['waiter', 'late-app']);
+        expect(next!.acquired.getTime()).toBe(handed!.ended!.getTime());
+      } finally {
+        await Promise.all([locker.end(), late.end(), other.end()]);
+      }
+    });
+
+    it('a reader is not held back by an earlier reader: it takes a name free for reading at once', async () => {
+      await olderWaiterRow('HD', 'early-reader', 'R', false); // an older version's reader, never handed a grant
+      const started = Date.now();
+      const stamp = await waiter.locks.tryLocks(['HD_READ'], { waitMs: 10_000 });
+      expect(Date.now() - started).toBeLessThan(1000); // its re-check is 5 s away
+      await waiter.locks.releaseLocks(stamp);
+    });
+
+    it('a writer is not held back by an earlier waiter whose group is held elsewhere (it serves nobody)', async () => {
+      const elsewhere = await holder.locks.tryLocks(['HF_WRITE']);
+      await olderWaiterRow('HE', 'early-group', 'W', true, ['HE', 'HF']);
+      const started = Date.now();
+      const stamp = await waiter.locks.tryLocks(['HE_WRITE'], { waitMs: 10_000 });
+      expect(Date.now() - started).toBeLessThan(1000);
+      await waiter.locks.releaseLocks(stamp);
+      await holder.locks.releaseLocks(elsewhere);
+    });
+
+    it('a waiter handed a grant behind a waiter that came back takes it at its next attempt', async () => {
+      const held = await holder.locks.tryLocks(['HK_WRITE']);
+      await olderWaiterRow('HK', 'paused', 'W', true);
+      await db.query(`UPDATE locking_waiters SET expires = now() - interval '1 second' WHERE waiter = 'paused'`);
+      const lost = await session();
+      try {
+        expect(await attempt(lost, 'lost-app', 'HK', 'W', 'lost')).toBeLessThan(0);
+        await holder.locks.releaseLocks(held); // hands the name to 'lost' (the paused waiter's row had expired)
+        const [handed] = await grantsOf('HK', held);
+        expect(handed).toMatchObject({ app_id: 'lost-app', status: 'ACQUIRED' });
+        // The paused waiter comes back (its refresh) before the one handed the name hears of its grant.
+        await db.query(`UPDATE locking_waiters SET expires = now() + interval '10 seconds' WHERE waiter = 'paused'`);
+        expect(await attempt(lost, 'lost-app', 'HK', 'W', 'lost')).toBe(Number(handed!.stamp));
+      } finally {
+        await lost.end();
+      }
+    });
+  });
+
   it('serves a hot name one holder at a time, tokens in grant order, mostly by hand-over', async () => {
     const other = await createLockApp(db.url, { appId: 'other', waitRecheckMs: 5000 }, 8);
     const mine = await createLockApp(db.url, { appId: 'mine', waitRecheckMs: 5000 }, 8);
@@ -270,6 +363,8 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
           if (stamp <= lastToken) outOfOrder.push(stamp);
           lastToken = stamp;
           grants++;
+          // Held across a turn of the event loop: a grant told to another caller meanwhile is counted.
+          await new Promise((resolve) => setImmediate(resolve));
           holding--;
           await app.locks.releaseLocks(stamp);
         }

@@ -80,10 +80,10 @@ export const RECORD_GRANT_AND_NEXT_GROUP = `${DROP_WAITER_ROWS}
    $fn$`;
 
 /**
- * The one-lock acquisition's body up to its name's advisory lock: its variables, the mode and isolation checks, index
+ * The one-lock acquisition's body before its name's advisory lock: its variables, the mode and isolation checks, index
  * scans only. @internal
  */
-export const ONE_LOCK_CALL = `   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
+export const ONE_LOCK_CHECKED_CALL = `   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn$
    DECLARE
      v_name    ALIAS FOR p_name;
      v_mode    ALIAS FOR p_mode;
@@ -96,8 +96,17 @@ export const ONE_LOCK_CALL = `   RETURNS bigint LANGUAGE plpgsql VOLATILE AS $fn
        RAISE EXCEPTION 'locking_try_acquire: modes must be R or W, got %', v_mode USING ERRCODE = '22023';
      END IF;
 ${REQUIRE_READ_COMMITTED}
-     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY
-     PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(v_name));`;
+     PERFORM set_config('enable_seqscan', 'off', true); -- see INDEX_SCANS_ONLY`;
+
+/** The advisory lock of the one-lock acquisition's name. @internal */
+export const LOCK_ONE_NAME = `     PERFORM pg_advisory_xact_lock(${ADVISORY_NAMESPACE}, hashtext(v_name));`;
+
+/**
+ * The one-lock acquisition's body up to its name's advisory lock: its variables, the mode and isolation checks, index
+ * scans only. @internal
+ */
+export const ONE_LOCK_CALL = `${ONE_LOCK_CHECKED_CALL}
+${LOCK_ONE_NAME}`;
 
 /**
  * The batch acquisition's body (sixth version on) up to the start of its loop over groups: its variables, its checks,

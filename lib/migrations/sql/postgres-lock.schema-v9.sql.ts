@@ -19,6 +19,7 @@ import {
   releaseOneFunction,
 } from './postgres-lock.schema-v3.sql.js';
 import { groupBusy } from './postgres-lock.schema-v6.sql.js';
+import { NOT_WAITING } from './postgres-lock.schema-v4.sql.js';
 import { CHECK_NAME_IN_ORDER, waiterBefore } from './postgres-lock.schema-v7.sql.js';
 import { HELD_BY_PROBE } from './postgres-lock.schema-v8.sql.js';
 import { CREATE_LOCK_SCHEMA } from './postgres-lock.schema.sql.js';
@@ -128,26 +129,33 @@ const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed
      v_ready         boolean;
      v_stamp         bigint;
    BEGIN
-     SELECT w.waiter INTO v_waiter FROM locking_waiters w
-      WHERE w.lock_name = ANY (p_freed) AND w.expires > now() ORDER BY w.seq LIMIT 1;
+     -- The earliest live waiter of the freed names, and all of its rows, locked (its own attempt or clean-up waits; an
+     -- attempt behind it does not, see BEHIND_A_WAITER); a hand-over only when every one is live, not handed a grant
+     -- yet, and was written by an instance that takes hand-overs.
+     SELECT min(s.waiter), array_agg(s.lock_name::text ORDER BY s.lock_name COLLATE "C"),
+            array_agg(s.mode::text ORDER BY s.lock_name COLLATE "C"), min(s.expires), min(s.app_id), min(s.instance),
+            min(s.default_read), min(s.default_write), min(s.lease_ms), bool_and(s.handover AND s.granted IS NULL AND s.expires > now())
+       INTO v_waiter, p_names, p_modes, v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_ready
+       FROM (SELECT w.waiter, w.lock_name, w.mode, w.expires, w.app_id, w.instance, w.default_read, w.default_write,
+                    w.lease_ms, w.handover, w.granted
+               FROM locking_waiters w
+              WHERE w.waiter = (SELECT f.waiter FROM locking_waiters f
+                                 WHERE f.lock_name = ANY (p_freed) AND f.expires > now() ORDER BY f.seq LIMIT 1)
+                FOR NO KEY UPDATE OF w) AS s;
      IF v_waiter IS NOT NULL THEN
-       -- All of the waiter's rows, locked (its own attempt or clean-up waits); a hand-over only when every one is live,
-       -- not handed a grant yet, and was written by an instance that takes hand-overs.
-       SELECT array_agg(s.lock_name::text ORDER BY s.lock_name COLLATE "C"), array_agg(s.mode::text ORDER BY s.lock_name COLLATE "C"),
-              min(s.expires), min(s.app_id), min(s.instance), min(s.default_read), min(s.default_write), min(s.lease_ms),
-              bool_and(s.handover AND s.granted IS NULL AND s.expires > now())
-         INTO p_names, p_modes, v_expires, v_app, v_instance, p_default_read, p_default_write, v_lease_ms, v_ready
-         FROM (SELECT w.lock_name, w.mode, w.expires, w.app_id, w.instance, w.default_read, w.default_write, w.lease_ms,
-                      w.handover, w.granted
-                 FROM locking_waiters w WHERE w.waiter = v_waiter FOR UPDATE) AS s;
+       v_to := cardinality(p_names);
        -- The freed names' advisory locks are held (RELEASE_SEES_WAITERS); the waiter's other names' are only tried:
        -- waiting for them out of order could deadlock with an acquisition. Not all free: no hand-over.
-       IF v_ready AND cardinality(p_names) > 1 THEN
+       IF v_ready AND v_to > 1 THEN
          v_ready := (SELECT coalesce(bool_and(pg_try_advisory_xact_lock(${Fragment.ADVISORY_NAMESPACE}, keys.k)), true)
                        FROM (SELECT DISTINCT hashtext(n) AS k FROM unnest(p_names) AS n WHERE n <> ALL (p_freed)) AS keys);
        END IF;
-       v_to := cardinality(p_names);
-       IF v_ready AND NOT EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)}) THEN
+       -- ONE_NAME_FREE: a waiter of one name that nobody holds any more takes it. No waiter before it can hold it back:
+       -- it is the earliest live one of the freed names. Otherwise the acquisition's own check, whole.
+       IF v_ready AND NOT (v_to = 1 AND NOT EXISTS (SELECT 1 FROM locking l WHERE l.lock_name = p_names[1])) THEN
+         v_ready := NOT EXISTS (${groupBusy(waiterBefore('r.name', 'r.mode'), HELD_BY_PROBE)});
+       END IF;
+       IF v_ready THEN
          v_stamp := nextval('locking_stamp_seq');
          WITH handed AS (UPDATE locking_waiters SET granted = v_stamp, expires = now() WHERE waiter = v_waiter),
               held AS (INSERT INTO locking (lock_name, mode, app_id, stamp)
@@ -158,8 +166,15 @@ const HAND_OVER_FUNCTION = `CREATE OR REPLACE FUNCTION locking_hand_over(p_freed
          -- A grant is durable, whatever the release asked for itself (asyncRelease): see DURABLE_COMMIT.
          PERFORM set_config('synchronous_commit', CASE p_sync WHEN 'off' THEN 'on' ELSE p_sync END, true),
                  pg_notify('nestjs_db_locks', chr(1) || v_waiter || ' ' || v_stamp || ' ' || ${ROWS_END_MS('v_expires')});
-         p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
-                           WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+         -- The names handed over for writing are not free any more; those handed for reading are (to other readers).
+         IF v_to = 1 THEN
+           IF p_modes[1] = 'W' THEN
+             p_freed := array_remove(p_freed, p_names[1]);
+           END IF;
+         ELSE
+           p_freed := ARRAY(SELECT f FROM unnest(p_freed) AS f
+                             WHERE f <> ALL (ARRAY(SELECT r.name FROM unnest(p_names, p_modes) AS r(name, mode) WHERE r.mode = 'W')));
+         END IF;
        END IF;
      END IF;
      IF cardinality(p_freed) > 0 THEN
@@ -294,11 +309,39 @@ ${Fragment.DROP_WAITER_ROWS}
    END
    $fn$`;
 
-/** `locking_wait_acquire_one`: the same for a batch of one group of one lock, with scalars. */
+/*
+ * BEHIND_A_WAITER: a waiter's attempt on one name that an earlier live waiter of a conflicting mode waits for (one
+ * waiting for that name alone, so nothing else holds it back: GRANTABLE_ONLY) is refused without the name's advisory
+ * lock: the order refuses it whatever is held. It only registers (or refreshes) its rows, so on a hot name the
+ * callers queueing up no longer take turns with the releases for that lock (each release waited for the attempt in
+ * front of it). What the advisory lock gave (RELEASE_SEES_WAITERS) comes from that earlier waiter's row instead: the
+ * attempt holds it `FOR KEY SHARE` until its commit, which lets a hand-over mark it but not remove it (its waiter's
+ * own grant, its leaving, its grant's release, the reaper and recovery all wait). So until this registration is
+ * seen, every release of the name sees a waiter and hands the name over (a writer holds it: its release comes after
+ * and sees this row, or sees the earlier row again) or notifies it (this waiter tries again at once: a notification
+ * that comes during an attempt is kept). A grant is only ever made under the advisory lock. The earliest waiter takes
+ * the full path, which reaps the lapsed grants of the name.
+ */
+const BEHIND_A_WAITER = `     IF v_waiter IS NOT NULL
+        AND NOT EXISTS (SELECT 1 FROM locking_waiters m WHERE m.waiter = v_waiter AND m.granted IS NOT NULL) THEN
+       PERFORM 1 FROM locking_waiters w
+        WHERE w.lock_name = v_name AND (v_mode = 'W' OR w.mode = 'W') AND w.expires > now() AND w.granted IS NULL
+          AND w.seq < coalesce((SELECT min(o.seq) FROM locking_waiters o WHERE o.waiter = v_waiter), ${NOT_WAITING})
+          AND NOT EXISTS (SELECT 1 FROM locking_waiters g WHERE g.waiter = w.waiter AND g.lock_name <> v_name)
+        LIMIT 1 FOR KEY SHARE OF w;
+       IF FOUND THEN
+${registerRefused('ARRAY[v_name]', 'ARRAY[v_mode]')}
+         RETURN v_stamp;
+       END IF;
+     END IF;`;
+
+/** `locking_wait_acquire_one`: the same for a batch of one group of one lock, with scalars (see BEHIND_A_WAITER). */
 const WAIT_ACQUIRE_ONE_FUNCTION = `CREATE OR REPLACE FUNCTION locking_wait_acquire_one(p_app_id text, p_instance text, p_name text,
                                           p_mode text, p_waiter text, p_default_read integer, p_default_write integer,
                                           p_lease_ms integer, p_ttl_ms integer)
-${Fragment.ONE_LOCK_CALL}
+${Fragment.ONE_LOCK_CHECKED_CALL.replace('VOLATILE AS', `VOLATILE ${GENERIC_PLANS} AS`)}
+${BEHIND_A_WAITER}
+${Fragment.LOCK_ONE_NAME}
      IF v_waiter IS NOT NULL THEN
 ${claimHandedOver('ARRAY[v_name]')}
        IF v_stamp IS NOT NULL THEN
