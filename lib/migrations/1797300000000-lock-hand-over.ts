@@ -1,3 +1,4 @@
+import { CREATE_MYSQL_LOCK_PROCEDURES_V5, DROP_MYSQL_LOCK_PROCEDURES_V5 } from './sql/mysql-lock.procedures-v5.sql.js';
 import { DOWNGRADE_LOCK_SCHEMA_V9, UPGRADE_LOCK_SCHEMA_V9 } from './sql/postgres-lock.schema-v9.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
 
@@ -7,7 +8,9 @@ import { LockSqlMigration } from './lock-sql.migration.js';
  * columns a grant needs; new versions of the release and acquisition functions (same signatures) and two new
  * functions (`locking_hand_over`, `locking_reap_lapsed`). `down` puts the previous functions back and drops them.
  * Safe while instances run, of this version or the previous ones: an older instance's waiters are never handed a
- * grant (they are notified as before). Nothing to do on MySQL and MariaDB.
+ * grant (they are notified as before). On MySQL and MariaDB: the fifth version of `locking_try_acquire_one`, where a
+ * waiter's attempt is refused on committed rows before it locks or writes its name's row (the waiters a release wakes
+ * no longer queue on that row and commit a write each); `down` puts the fourth back.
  * @publicApi
  */
 export class LockHandOver1797300000000 extends LockSqlMigration {
@@ -15,4 +18,6 @@ export class LockHandOver1797300000000 extends LockSqlMigration {
   readonly name = 'LockHandOver1797300000000';
   protected readonly upStatements = UPGRADE_LOCK_SCHEMA_V9;
   protected readonly downStatements = DOWNGRADE_LOCK_SCHEMA_V9;
+  protected override readonly mysqlUpStatements = CREATE_MYSQL_LOCK_PROCEDURES_V5;
+  protected override readonly mysqlDownStatements = DROP_MYSQL_LOCK_PROCEDURES_V5;
 }

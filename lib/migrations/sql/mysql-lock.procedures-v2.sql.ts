@@ -164,12 +164,29 @@ const NAME = 'p_name COLLATE utf8mb4_bin';
 const MODE = 'p_mode COLLATE utf8mb4_bin';
 
 /**
+ * REFUSED_READS_ONLY: a waiter's attempt (`p_waiter` set) checks its name on committed rows first, without locking or
+ * writing anything, and is refused there when the name is busy; only an attempt that may grant locks (and, from the
+ * fourth version on, writes) the name's row and checks again under that lock. A release wakes every waiter of the
+ * name, and all but one are refused: before, each of them locked and wrote the name's row, queued behind the others
+ * and committed a write (waiting for the disk), and the one that could grant queued among them. A refusal on a stale
+ * read is safe (nothing is granted), and the release that made it stale wakes the waiter again after its commit.
+ */
+const WAITER_CHECKS_FIRST = (order: OrderCheck): string => `
+  IF p_waiter IS NOT NULL THEN
+    ${nameBusy(order, NAME, MODE, 'p_waiter')};
+  END IF;
+  IF v_busy = 0 THEN`;
+
+/**
  * `CALL locking_try_acquire_one(app id, instance, name, mode ('R'/'W'), lease ms, waiter or null, default write
  * permits, default read permits) → one row, `stamp`: `locking_try_acquire` for a group of one lock, deciding as it
  * does: the name's row locked, `nameBusy` under that lock, the log row and the lock row, one commit. No check before
- * the lock (unlike the group procedure): for the uncontended call it would be a second read for nothing.
+ * the lock (unlike the group procedure): for the uncontended call it would be a second read for nothing. With
+ * `waitersCheckFirst` (a later version, `mysql-lock.procedures-v5.sql.ts`), a waiter's attempt checks first without
+ * locking, as the group procedure does.
+ * @internal
  */
-const createTryAcquireOne = (order: OrderCheck, write: NameRowWrite): string => `CREATE PROCEDURE locking_try_acquire_one(
+export const createTryAcquireOne = (order: OrderCheck, write: NameRowWrite, waitersCheckFirst = false): string => `CREATE PROCEDURE locking_try_acquire_one(
     IN p_app_id VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_instance VARCHAR(200) CHARACTER SET utf8mb4,
     IN p_name VARCHAR(200) CHARACTER SET utf8mb4,
@@ -182,7 +199,7 @@ BEGIN
   DECLARE v_same INT DEFAULT 0;
   DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;
   SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-  START TRANSACTION;
+  START TRANSACTION;${waitersCheckFirst ? WAITER_CHECKS_FIRST(order) : ''}
   INSERT INTO locking_names (lock_name) VALUES (${NAME})
     ON DUPLICATE KEY UPDATE ${write};
   ${nameBusy(order, NAME, MODE, 'p_waiter')};
@@ -191,7 +208,8 @@ BEGIN
     INSERT INTO locking (lock_name, mode, app_id, stamp, created)
       VALUES (${NAME}, ${MODE}, p_app_id, v_stamp, UTC_TIMESTAMP(6));
     ${DELETE_WAITER};
-  END IF;
+  END IF;${waitersCheckFirst ? `
+  END IF;` : ''}
   COMMIT;
   SELECT v_stamp AS stamp;
 END`;
