@@ -1,3 +1,9 @@
+import {
+  ADD_MYSQL_HAND_OVER_COLUMNS,
+  CREATE_MYSQL_HAND_OVER_RELEASES,
+  DROP_MYSQL_HAND_OVER_COLUMNS,
+  DROP_MYSQL_HAND_OVER_RELEASES,
+} from './sql/mysql-lock-hand-over.sql.js';
 import { CREATE_MYSQL_LOCK_PROCEDURES_V5, DROP_MYSQL_LOCK_PROCEDURES_V5 } from './sql/mysql-lock.procedures-v5.sql.js';
 import { DOWNGRADE_LOCK_SCHEMA_V9, UPGRADE_LOCK_SCHEMA_V9 } from './sql/postgres-lock.schema-v9.sql.js';
 import { LockSqlMigration } from './lock-sql.migration.js';
@@ -8,9 +14,11 @@ import { LockSqlMigration } from './lock-sql.migration.js';
  * columns a grant needs; new versions of the release and acquisition functions (same signatures) and two new
  * functions (`locking_hand_over`, `locking_reap_lapsed`). `down` puts the previous functions back and drops them.
  * Safe while instances run, of this version or the previous ones: an older instance's waiters are never handed a
- * grant (they are notified as before). On MySQL and MariaDB: the fifth version of `locking_try_acquire_one`, where a
- * waiter's attempt is refused on committed rows before it locks or writes its name's row (the waiters a release wakes
- * no longer queue on that row and commit a write each); `down` puts the fourth back.
+ * grant (they are notified as before). On MySQL and MariaDB the same hand-over, for a waiter that writes one name:
+ * waiter columns and releases that hand a freed name to its first waiter (`mysql-lock-hand-over.sql.ts`), and the
+ * fifth version of the acquisition procedures (`mysql-lock.procedures-v5.sql.ts`: a waiter handed a grant is refused,
+ * and a waiter's attempt on one lock is refused on committed rows before it locks or writes its name's row); `down`
+ * puts the previous versions back and drops the columns.
  * @publicApi
  */
 export class LockHandOver1797300000000 extends LockSqlMigration {
@@ -18,6 +26,15 @@ export class LockHandOver1797300000000 extends LockSqlMigration {
   readonly name = 'LockHandOver1797300000000';
   protected readonly upStatements = UPGRADE_LOCK_SCHEMA_V9;
   protected readonly downStatements = DOWNGRADE_LOCK_SCHEMA_V9;
-  protected override readonly mysqlUpStatements = CREATE_MYSQL_LOCK_PROCEDURES_V5;
-  protected override readonly mysqlDownStatements = DROP_MYSQL_LOCK_PROCEDURES_V5;
+  // In this order: no release hands a grant over before every acquisition refuses a waiter handed one.
+  protected override readonly mysqlUpStatements = [
+    ...ADD_MYSQL_HAND_OVER_COLUMNS,
+    ...CREATE_MYSQL_LOCK_PROCEDURES_V5,
+    ...CREATE_MYSQL_HAND_OVER_RELEASES,
+  ];
+  protected override readonly mysqlDownStatements = [
+    ...DROP_MYSQL_HAND_OVER_RELEASES,
+    ...DROP_MYSQL_LOCK_PROCEDURES_V5,
+    ...DROP_MYSQL_HAND_OVER_COLUMNS,
+  ];
 }

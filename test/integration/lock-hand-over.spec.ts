@@ -1,8 +1,8 @@
-import { LockWaitAbortedError } from 'nestjs-db-locks';
 import pg from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
 import { createTestDatabase, type TestDatabase } from '../support/test-database.js';
+import { abortWaitsAsHandedOver, runHotNameCallers } from '../support/hot-name-callers.js';
 import { until } from '../support/until.js';
 
 /**
@@ -180,30 +180,18 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
   });
 
   it('a wait that ends as the name is handed to it gives the grant back at once', async () => {
-    let handedThenAborted = 0;
-    for (let i = 0; i < 30; i++) {
-      const held = await holder.locks.tryLocks(['HA_WRITE']);
-      const controller = new AbortController();
-      const waiting = waiter.locks.tryLocks(['HA_WRITE'], { waitMs: 10_000, signal: controller.signal });
-      await until(async () => (await waitingRows('HA')) === 1);
-      const release = holder.locks.releaseLocks(held);
-      await sleep(i % 4); // the abort lands before, during or after the hand-over's commit
-      controller.abort();
-      await release;
-      const outcome = await waiting.then(
-        (stamp) => stamp,
-        (error: unknown) => error,
-      );
-      if (typeof outcome === 'number') {
-        await waiter.locks.releaseLocks(outcome);
-      } else {
-        expect(outcome).toBeInstanceOf(LockWaitAbortedError);
-        if ((await grantsOf('HA', held)).length > 0) handedThenAborted++;
-      }
-      // Nobody holds the name: any grant made for the wait that ended is released (not left to its lease).
-      await until(async () => (await db.query(`SELECT 1 FROM locking WHERE lock_name = 'HA'`)).length === 0, 1000);
-      await until(async () => (await db.query(`SELECT 1 FROM locking_waiters WHERE lock_name = 'HA'`)).length === 0, 1000);
-    }
+    // Nobody holds the name after each: any grant made for the wait that ended is released (not left to its lease).
+    const handedThenAborted = await abortWaitsAsHandedOver(
+      holder,
+      waiter,
+      {
+        waiting: async () => (await waitingRows('HA')) === 1,
+        handedAfter: async (held) => (await grantsOf('HA', held)).length > 0,
+        settled: async () =>
+          (await db.query(`SELECT 1 FROM locking WHERE lock_name = 'HA'`)).length === 0 &&
+          (await db.query(`SELECT 1 FROM locking_waiters WHERE lock_name = 'HA'`)).length === 0,
+      },
+    );
     process.stdout.write(`hand-over: ${handedThenAborted} of 30 waits were handed the name as they were aborted\n`);
   });
 
@@ -348,28 +336,9 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
     const other = await createLockApp(db.url, { appId: 'other', waitRecheckMs: 5000 }, 8);
     const mine = await createLockApp(db.url, { appId: 'mine', waitRecheckMs: 5000 }, 8);
     try {
-      const start = Number((await db.query<{ s: string }>('SELECT last_value AS s FROM locking_stamp_seq'))[0]!.s);
-      let holding = 0;
-      let overlaps = 0;
-      let lastToken = 0;
-      const outOfOrder: number[] = [];
-      let grants = 0;
-      const until_ = Date.now() + 2000;
-      const caller = async (app: LockApp) => {
-        while (Date.now() < until_) {
-          const stamp = await app.locks.tryLocks(['HOT_WRITE'], { waitMs: 10_000 });
-          expect(stamp).toBeGreaterThan(0);
-          if (++holding > 1) overlaps++;
-          if (stamp <= lastToken) outOfOrder.push(stamp);
-          lastToken = stamp;
-          grants++;
-          // Held across a turn of the event loop: a grant told to another caller meanwhile is counted.
-          await new Promise((resolve) => setImmediate(resolve));
-          holding--;
-          await app.locks.releaseLocks(stamp);
-        }
-      };
-      await Promise.all([other, mine].flatMap((app) => Array.from({ length: 8 }, () => caller(app))));
+      // The last stamp given (none yet: 0, whatever last_value says of a sequence never used).
+      const start = Number((await db.query<{ s: string }>('SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS s FROM locking_stamp_seq'))[0]!.s);
+      const { grants, overlaps, outOfOrder } = await runHotNameCallers([other, mine], 8, 'HOT_WRITE', 2000);
       expect(overlaps).toBe(0);
       expect(outOfOrder).toEqual([]);
       const log = await grantsOf('HOT', start);

@@ -1,5 +1,5 @@
 import mysql from 'mysql2/promise';
-import { LOCK_MIGRATIONS, MysqlLockDoorbells1796500000000, MysqlQuietRelease1797000000000 } from 'nestjs-db-locks';
+import { LOCK_MIGRATIONS, MysqlLockDoorbells1796500000000, LockHandOver1797300000000, MysqlQuietRelease1797000000000 } from 'nestjs-db-locks';
 import { DataSource } from 'typeorm';
 import { LockStore } from '../../lib/store/lock.store.js';
 import { doorbellTiming } from '../../lib/store/mysql/mysql-doorbell.session.js';
@@ -151,8 +151,11 @@ describeOnMysql('MySQL/MariaDB: doorbells (a release wakes the waiters of other 
     Object.assign(pollTiming, { busyMs: 20, idleMs: 250 });
     const old = await createMysqlTestDatabase({ migrate: false });
     try {
-      // Without the quiet release too: it reads the doorbells' table (a database migrated in order never lacks it).
-      const migrations = LOCK_MIGRATIONS.filter((m) => m !== MysqlLockDoorbells1796500000000 && m !== MysqlQuietRelease1797000000000);
+      // Without the quiet release and the hand-over too: their releases read the doorbells' table (a database
+      // migrated in order never lacks it).
+      const migrations = LOCK_MIGRATIONS.filter(
+        (m) => m !== MysqlLockDoorbells1796500000000 && m !== MysqlQuietRelease1797000000000 && m !== LockHandOver1797300000000,
+      );
       const dataSource = new DataSource({ type: 'mariadb', url: old.url, migrations });
       await dataSource.initialize();
       await dataSource.runMigrations();

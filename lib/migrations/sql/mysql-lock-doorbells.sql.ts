@@ -32,6 +32,16 @@ export const releaseSignature = (name: string): string => `CREATE PROCEDURE ${na
 BEGIN`;
 
 /**
+ * Into `v_doorbells`: the doorbells of other app ids whose live waiters wait for a name of grant `p_stamp` (read
+ * before its lock rows go). @internal
+ */
+export const SELECT_GRANT_DOORBELLS = `SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
+      FROM locking k
+      JOIN locking_waiters w ON w.lock_name = k.lock_name
+      JOIN locking_doorbells d ON d.app_id = w.app_id
+     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);`;
+
+/**
  * The transaction of a release, after its declarations (`v_doorbells` among them): the grant's log row ended; when it
  * matched, `released` (a statement), the doorbells read into `v_doorbells`, the lock rows deleted; the commit.
  * @internal
@@ -43,11 +53,7 @@ export const releaseTransaction = (released: string): string => `DECLARE EXIT HA
    WHERE stamp = p_stamp AND app_id = p_app_id AND status IN ${LIVE};
   IF ROW_COUNT() > 0 THEN
     ${released}
-    SELECT GROUP_CONCAT(DISTINCT d.connection_id) INTO v_doorbells
-      FROM locking k
-      JOIN locking_waiters w ON w.lock_name = k.lock_name
-      JOIN locking_doorbells d ON d.app_id = w.app_id
-     WHERE k.stamp = p_stamp AND w.app_id <> p_app_id AND w.expires > UTC_TIMESTAMP(6);
+    ${SELECT_GRANT_DOORBELLS}
     DELETE FROM locking WHERE stamp = p_stamp;
   END IF;
   COMMIT;`;
@@ -58,9 +64,10 @@ export const releaseTransaction = (released: string): string => `DECLARE EXIT HA
  * other app ids whose live waiters wait for one of those names; null when none). The release itself is the first
  * version's, and the doorbells are read before its lock rows go (a plain read at READ COMMITTED: no row lock), from
  * those rows (by stamp) and the waiters' primary key (`lock_name` first): a release of names nobody waits for pays
- * one index probe per name.
+ * one index probe per name. Put back by the hand-over's `down` (`mysql-lock-hand-over.sql.ts`).
+ * @internal
  */
-const CREATE_RELEASE_V2 = `${releaseSignature('locking_release')}
+export const CREATE_RELEASE_V2 = `${releaseSignature('locking_release')}
   DECLARE v_names LONGTEXT CHARACTER SET utf8mb4 DEFAULT NULL;
   DECLARE v_doorbells TEXT DEFAULT NULL;
   ${releaseTransaction('SELECT lock_names INTO v_names FROM locking_log WHERE stamp = p_stamp;')}

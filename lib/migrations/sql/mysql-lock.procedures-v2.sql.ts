@@ -292,11 +292,16 @@ END`;
 
 /**
  * The three acquisition procedures of the second version's text, deciding the order among waiters with `order` and
- * writing `write` into their names' existing rows (`CREATE` statements: the procedures must not exist). @internal
+ * writing `write` into their names' existing rows (`CREATE` statements: the procedures must not exist); with
+ * `waitersCheckFirst`, the one-lock procedure's waiter attempts check before they lock (REFUSED_READS_ONLY). @internal
  */
-export const acquisitionProcedures = (order: OrderCheck, write: NameRowWrite = NAME_UNCHANGED): readonly string[] => [
+export const acquisitionProcedures = (
+  order: OrderCheck,
+  write: NameRowWrite = NAME_UNCHANGED,
+  waitersCheckFirst = false,
+): readonly string[] => [
   createTryAcquire(order, write),
-  createTryAcquireOne(order, write),
+  createTryAcquireOne(order, write, waitersCheckFirst),
   createTryAcquireBatch(order, write),
 ];
 

@@ -133,6 +133,24 @@ export const registerWaiter = (count: number): string =>
   ).join(', ')}
   ON DUPLICATE KEY UPDATE expires = ${NOW_PLUS_MS}`;
 
+/**
+ * `registerWaiter` where a release may hand the waiter a grant (`mysql-lock-hand-over.sql.ts`): (name, waiter, mode,
+ * app id, instance, time to live in ms) each, then the time to live once more. The rows say `handover`; a row already
+ * handed a grant keeps its end (the grant's lease was counted from it; `SELECT_WAITER_HANDED` then tells).
+ */
+export const registerHandOverWaiter = (count: number): string =>
+  `INSERT INTO locking_waiters (lock_name, waiter, mode, app_id, instance, handover, expires, registered) VALUES ${Array.from(
+    { length: count },
+    () => `(?, ?, ?, ?, ?, 1, ${NOW_PLUS_MS}, ${NOW})`,
+  ).join(', ')}
+  ON DUPLICATE KEY UPDATE expires = IF(granted IS NULL, ${NOW_PLUS_MS}, expires)`;
+
+/** ? waiter → `handed`: how many of its rows a release has handed a grant (read after a refresh). */
+export const SELECT_WAITER_HANDED = `SELECT COUNT(granted) AS handed FROM locking_waiters WHERE waiter = ?`;
+
+/** ? waiter → `granted`: the stamp a release handed it (null: none), its rows locked until they are deleted. */
+export const SELECT_WAITER_GRANT = `SELECT MAX(granted) AS granted FROM locking_waiters WHERE waiter = ? FOR UPDATE`;
+
 /** ? stamp, ? app id: ends a live grant as RELEASED (then its lock rows go, in the same transaction). */
 export const END_GRANT_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = ${NOW}, version = version + 1
   WHERE stamp = ? AND app_id = ? AND status IN ${LIVE}`;
@@ -294,6 +312,17 @@ export const SELECT_WAITED_NAMES = `SELECT w.lock_name AS name, COUNT(k.stamp) A
   FROM (SELECT DISTINCT lock_name FROM locking_waiters WHERE app_id = ?) AS w
   LEFT JOIN locking k ON k.lock_name = w.lock_name
   GROUP BY w.lock_name`;
+
+/**
+ * ? app id, ? app id: `SELECT_WAITED_NAMES` (rows with `waiter` null) and, for each waiter of this app a release has
+ * handed a grant, its name, `waiter` and `granted` (its stamp): what the listener polls where releases hand over.
+ */
+export const SELECT_WAITED_NAMES_AND_HANDED = `SELECT w.lock_name AS name, COUNT(k.stamp) AS held, NULL AS waiter, NULL AS granted
+  FROM (SELECT DISTINCT lock_name FROM locking_waiters WHERE app_id = ? AND granted IS NULL) AS w
+  LEFT JOIN locking k ON k.lock_name = w.lock_name
+  GROUP BY w.lock_name
+  UNION ALL
+  SELECT lock_name, 0, waiter, granted FROM locking_waiters WHERE app_id = ? AND granted IS NOT NULL`;
 
 /**
  * ? default write permits, ? default read permits, then the requests as (name, mode) → those not available now ('held'

@@ -20,6 +20,7 @@ import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as LEASE from './mysql-app-id-lease.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
+import { MysqlHandOvers } from './mysql-hand-overs.js';
 import { MysqlReleases } from './mysql-releases.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
@@ -39,6 +40,9 @@ interface CheckRow {
 
 /** How many name rows one reaper run prunes at most. */
 const NAMES_PRUNED_PER_RUN = 1000;
+
+/** How often the refused attempts of this process's waiters reap stale grants at most (ms). */
+const LAPSED_REAP_MS = 250;
 
 /**
  * `LockStore` over the application's TypeORM DataSource on MySQL 8.0+ or MariaDB 10.6+ (InnoDB), straight on the
@@ -62,8 +66,12 @@ export class MysqlLockStore extends LockStore {
   readonly ringer: MysqlDoorbellRinger;
   /** Releases, and the names of this process's live grants that they free. */
   readonly releases: MysqlReleases;
+  /** Whether the database has the hand-over's waiter columns. */
+  private readonly handOvers = new MysqlHandOvers();
   /** Lease holders of this app id on other nodes of a Galera cluster seen alive (see `openMysqlInstanceSession`). */
   private readonly liveLeaseHolders = new Map<string, number>();
+  /** When the refused attempts of a waiter last reaped stale grants (monotonic ms). */
+  private lastRefusalReap = -Infinity;
   /** Until when the statements of a grant write its names' rows back unchanged (`grants` found missing; monotonic ms). */
   private namesUncountedUntil = 0;
 
@@ -100,6 +108,7 @@ export class MysqlLockStore extends LockStore {
       return 0;
     }
     this.releases.granted(stamp, group);
+    if (stamp === 0 && waiter !== undefined) this.reapAfterRefusal();
     return stamp;
   }
 
@@ -162,18 +171,42 @@ export class MysqlLockStore extends LockStore {
     });
   }
 
+  /**
+   * Registers or refreshes the waiter's rows, with the hand-over's columns where the database has them (a release may
+   * then hand the waiter a grant: false once it has, read after the refresh, which left the rows' end as it was).
+   */
   async registerWaiter(waiter: string, group: readonly LockRequest[], ttlMs: number): Promise<boolean> {
-    const { appId } = this.options;
-    await this.runner.write(
-      'tryLocks',
-      SQL.registerWaiter(group.length),
-      [...group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]), ttlMs],
-    );
+    const { appId, instance } = this.options;
+    const refreshed = await this.handOvers.with(async () => {
+      await this.runner.write(
+        'tryLocks',
+        SQL.registerHandOverWaiter(group.length),
+        [...group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, instance, ttlMs]), ttlMs],
+      );
+      const [row] = await this.runner.select<{ handed: number | string }>('tryLocks', SQL.SELECT_WAITER_HANDED, [waiter]);
+      return Number(row?.handed ?? 0) === 0;
+    });
+    if (refreshed === undefined) {
+      await this.runner.write(
+        'tryLocks',
+        SQL.registerWaiter(group.length),
+        [...group.flatMap((r) => [r.name, waiter, MODE_CODE[r.mode], appId, ttlMs]), ttlMs],
+      );
+    }
     this.wakeups.onWaiterRegistered();
-    return true; // no release hands a grant over here
+    return refreshed ?? true;
   }
 
+  /** Removes the waiter's rows, and answers the grant a release handed it meanwhile (read under their row locks). */
   async unregisterWaiter(waiter: string): Promise<number> {
+    const granted = await this.handOvers.with(() =>
+      this.runner.transaction('tryLocks', false, async (tx) => {
+        const [row] = await tx.select<{ granted: number | string | null }>(SQL.SELECT_WAITER_GRANT, [waiter]);
+        await tx.write(SQL.DELETE_WAITER, [waiter]);
+        return Number(row?.granted ?? 0);
+      }),
+    );
+    if (granted !== undefined) return granted;
     await this.runner.write('tryLocks', SQL.DELETE_WAITER, [waiter]);
     return 0;
   }
@@ -201,7 +234,7 @@ export class MysqlLockStore extends LockStore {
     } catch (error) {
       throw toMysqlLockError(error, 'listen', false);
     }
-    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs);
+    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs, this.handOvers);
   }
 
   release(stamp: number): Promise<boolean> {
@@ -244,6 +277,25 @@ export class MysqlLockStore extends LockStore {
   }
 
   async reap(): Promise<number[]> {
+    const stamps = await this.reapStale();
+    await this.runner.write('reapStaleLocks', SQL.PRUNE_NAMES, [NAMES_PRUNED_PER_RUN]);
+    return stamps;
+  }
+
+  /**
+   * After a waiter's refused attempt, at most every `LAPSED_REAP_MS`: the stale grants reaped, off the caller's path.
+   * A release may hand a name to a waiter that is gone (killed, frozen); that grant's lease ends with the waiter's
+   * rows, seconds at most, and the waiters still queued then free the name without waiting for a reaper's interval.
+   */
+  private reapAfterRefusal(): void {
+    const now = performance.now();
+    if (now - this.lastRefusalReap < LAPSED_REAP_MS) return;
+    this.lastRefusalReap = now;
+    void this.reapStale().catch(() => undefined);
+  }
+
+  /** Frees one batch of stale grants (any app); their stamps. */
+  private async reapStale(): Promise<number[]> {
     const { reaperBatchSize } = this.options;
     const reaped = await this.runner.transaction('reapStaleLocks', false, async (tx) => {
       const candidates = (await tx.select<{ stamp: string }>(SQL.SELECT_STALE, [reaperBatchSize])).map((row) => row.stamp);
@@ -260,7 +312,6 @@ export class MysqlLockStore extends LockStore {
     });
     this.releases.forget(reaped.stamps);
     this.wakeups.freed(reaped.names);
-    await this.runner.write('reapStaleLocks', SQL.PRUNE_NAMES, [NAMES_PRUNED_PER_RUN]);
     return reaped.stamps;
   }
 

@@ -3,6 +3,7 @@ import type { ResolvedLockOptions } from '../../utils/resolve-lock-options.util.
 import { jsonArray } from '../lock-rows.util.js';
 import type { MysqlAcquisitions } from './mysql-acquisitions.js';
 import { doorbellIds, type MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
+import type { MysqlHandedRow } from './mysql-hand-overs.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -66,7 +67,7 @@ export class MysqlReleases {
       if (released !== undefined) return released;
     }
     const called = await this.procedures.withProcedure('group', () =>
-      this.runner.call<{ lock_names: unknown; doorbells?: unknown }>('releaseLocks', false, SQL.CALL_RELEASE, [
+      this.runner.call<{ lock_names: unknown; doorbells?: unknown } & MysqlHandedRow>('releaseLocks', false, SQL.CALL_RELEASE, [
         stamp,
         this.options.appId,
       ]),
@@ -74,11 +75,27 @@ export class MysqlReleases {
     const names = called === undefined ? await this.releaseStatements(stamp) : freedNames(called[0]?.lock_names);
     this.grantNames.delete(stamp);
     if (names === undefined) return false;
-    this.wakeups.freed(names);
+    if (!this.handedOver(called?.[0], names)) this.wakeups.freed(names);
     // The procedure's second version names the doorbells of other instances' waiters on these names (the first
     // version and the statements one by one, of a database before the doorbells' migration, name none: they poll).
     this.ringer.ring(doorbellIds(called?.[0]?.doorbells));
     return true;
+  }
+
+  /**
+   * Reports a grant the release of `names` handed to a waiter of this app to this process's listener, and remembers
+   * its names (the name it freed: a hand-over is of one name), so that its release is a quiet one too; a waiter of
+   * another app id is woken by its doorbell, which the release named. Whether it was a write handed over: the release
+   * then woke nobody else (the other waiters have nothing to try until its holder releases).
+   */
+  private handedOver(row: MysqlHandedRow | undefined, names: readonly string[]): boolean {
+    const stamp = Number(row?.handed ?? 0);
+    if (!(stamp > 0) || typeof row?.handed_waiter !== 'string') return false;
+    if (row.handed_app === this.options.appId) {
+      if (this.grantNames.size < MAX_KNOWN_GRANTS) this.grantNames.set(stamp, names);
+      this.wakeups.handedOver(row.handed_waiter, stamp, Number(row.rows_end ?? 0));
+    }
+    return row.handed_mode === 'W';
   }
 
   /**
@@ -87,7 +104,7 @@ export class MysqlReleases {
    */
   private async releaseQuietly(stamp: number, names: readonly string[]): Promise<boolean | undefined> {
     const answer = await this.procedures.withProcedure('quiet', () =>
-      this.runner.callAnswer<{ released: number | string; doorbells: unknown }>('releaseLocks', false, SQL.CALL_RELEASE_QUIET, [
+      this.runner.callAnswer<{ released: number | string; doorbells: unknown } & MysqlHandedRow>('releaseLocks', false, SQL.CALL_RELEASE_QUIET, [
         stamp,
         this.options.appId,
       ]),
@@ -97,7 +114,7 @@ export class MysqlReleases {
     // No result set: nothing but the release to tell (MariaDB), and the OK packet's affected rows say whether it did.
     const [row] = answer.rows ?? [];
     if (!(row === undefined ? answer.affectedRows > 0 : Number(row.released) === 1)) return false;
-    this.wakeups.freed(names);
+    if (!this.handedOver(row, names)) this.wakeups.freed(names);
     this.ringer.ring(doorbellIds(row?.doorbells));
     return true;
   }

@@ -3,7 +3,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PoolConnection } from 'mysql2';
 import type { InstanceSession, ListenerCallbacks, LockListener } from '../lock.store.js';
 import { readOnlyMysqlServer, toMysqlLockError } from './mysql-error.util.js';
-import { KEEP_SESSION_OPEN, SELECT_WAITED_NAMES, SHOW_WSREP_ON, TRY_CLAIM_APP_ID } from './mysql-lock.queries.sql.js';
+import {
+  KEEP_SESSION_OPEN,
+  SELECT_WAITED_NAMES,
+  SELECT_WAITED_NAMES_AND_HANDED,
+  SHOW_WSREP_ON,
+  TRY_CLAIM_APP_ID,
+} from './mysql-lock.queries.sql.js';
+import type { MysqlHandOvers } from './mysql-hand-overs.js';
 import { CLAIM_LEASE, END_LEASE, RENEW_LEASE, SELECT_LEASE_HOLDER } from './mysql-app-id-lease.queries.sql.js';
 import { doorbellTiming, MysqlDoorbell } from './mysql-doorbell.session.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -186,6 +193,12 @@ export const pollTiming = {
  *   was lost: for each name they wait for, how many lock rows hold it. A name held by fewer rows than at the previous
  *   poll was freed, and so may be a name seen for the first time. A name freed and taken again between two polls is
  *   missed: the waiters' own re-check timer covers that case.
+ * Where releases hand grants over (`mysql-lock-hand-over.sql.ts`), a grant handed to a waiter of this process is
+ * reported (`handedOver`) at once by a release of this process, and otherwise found by the poll, which reads the
+ * waiters' rows marked `granted` too (each poll reports them, until the grant's release removes them: a waiter that
+ * took its grant has stopped listening). A ring is then answered after the poll it brings on: when that poll finds a
+ * grant newly handed to a waiter here, the ring was for it (a write handed over rings that waiter's doorbell alone),
+ * and only the names whose counts dropped are reported freed, so that the other waiters do not all wake to be refused.
  * A failed poll is reported as `lost` (waiters re-check, and the notifications service opens a new listener).
  */
 export function openMysqlListener(
@@ -194,9 +207,11 @@ export function openMysqlListener(
   wakeups: MysqlWakeups,
   callbacks: ListenerCallbacks,
   queryTimeoutMs: number,
+  handOvers: MysqlHandOvers,
 ): LockListener {
   let open = true;
   let timer: NodeJS.Timeout | undefined;
+  let immediate: NodeJS.Immediate | undefined;
   let polling = false;
   let soon = false;
   let rungDuringPoll = false;
@@ -204,14 +219,25 @@ export function openMysqlListener(
   let rungNames = new Set<string>();
   let waitersSeenAt = 0;
   let held = new Map<string, number>();
-  const unsubscribe = wakeups.subscribe((names) => callbacks.freed(names));
+  /** The grants handed to waiters here at the last poll, and whether that poll could see them. */
+  let handed = new Set<number>();
+  let seesHandOvers = false;
+  /** A ring whose names are reported after the poll it brings on (see above). */
+  let rungUnreported = false;
+  const unsubscribeNames = wakeups.subscribe((names) => callbacks.freed(names));
+  const unsubscribeHandOvers = wakeups.subscribeHandOvers(callbacks.handedOver);
+  const unsubscribe = () => {
+    unsubscribeNames();
+    unsubscribeHandOvers();
+  };
   // Rung: a release of another instance freed names these waiters wait for (which ones, the ring does not say). The
   // names they waited for at the last poll are reported at once (counts could not tell: a name may have been freed
   // and taken again since that poll), and the poll it brings on reports the names waited for since (a spurious wake
   // costs one attempt; a ring during a poll is answered after it).
   const ring = () => {
     rungNames = new Set(held.keys());
-    if (rungNames.size > 0) callbacks.freed([...rungNames]);
+    rungUnreported = seesHandOvers;
+    if (!rungUnreported && rungNames.size > 0) callbacks.freed([...rungNames]);
     ringPolled = true;
     schedule(0);
   };
@@ -223,6 +249,7 @@ export function openMysqlListener(
   const close = () => {
     open = false;
     clearTimeout(timer);
+    clearImmediate(immediate);
     unsubscribe();
     doorbell.close();
     wakeups.onWaiterRegistered = () => undefined;
@@ -230,8 +257,14 @@ export function openMysqlListener(
   // One poll at a time: the next is scheduled when one ends.
   const schedule = (delayMs: number) => {
     clearTimeout(timer);
-    timer = setTimeout(() => void poll(), delayMs);
-    timer.unref();
+    clearImmediate(immediate);
+    immediate = undefined;
+    // At once after a ring: a timer of 0 ms waits 1 ms in Node.js, as long as the rest of a hand-over to this process.
+    if (delayMs === 0) immediate = setImmediate(() => void poll());
+    else {
+      timer = setTimeout(() => void poll(), delayMs);
+      timer.unref();
+    }
   };
   const poll = async () => {
     if (!open) return;
@@ -240,9 +273,13 @@ export function openMysqlListener(
     rungDuringPoll = false;
     const afterRing = ringPolled;
     ringPolled = false;
-    let rows: { name: string; held: number | string }[];
+    const reportRung = afterRing && rungUnreported;
+    rungUnreported = false;
+    let rows: { name: string; held: number | string; waiter?: string | null; granted?: number | string | null }[];
     try {
-      rows = await runner.select('listen', SELECT_WAITED_NAMES, [appId]);
+      const withHanded = await handOvers.with(() => runner.select<(typeof rows)[number]>('listen', SELECT_WAITED_NAMES_AND_HANDED, [appId, appId]));
+      seesHandOvers = withHanded !== undefined;
+      rows = withHanded ?? (await runner.select('listen', SELECT_WAITED_NAMES, [appId]));
     } catch {
       if (!open) return;
       close();
@@ -252,7 +289,16 @@ export function openMysqlListener(
       polling = false;
     }
     if (!open) return;
-    const now = new Map(rows.map((row) => [row.name, Number(row.held)]));
+    const handedNow = new Set<number>();
+    for (const row of rows) {
+      if (typeof row.waiter !== 'string') continue;
+      const stamp = Number(row.granted);
+      handedNow.add(stamp);
+      callbacks.handedOver(row.waiter, stamp, 0);
+    }
+    const newlyHanded = [...handedNow].some((stamp) => !handed.has(stamp));
+    handed = handedNow;
+    const now = new Map(rows.filter((row) => typeof row.waiter !== 'string').map((row) => [row.name, Number(row.held)]));
     // A name seen for the first time counts as freed: its waiter may have tried before a release that committed
     // before this poll (a spurious wake costs one attempt; a missed one would cost the re-check interval). So does a
     // name held by nobody: waiters queue in order, and a wake the earliest one missed (a ring lost while its doorbell
@@ -263,6 +309,8 @@ export function openMysqlListener(
           (afterRing && !rungNames.has(name)) || !held.has(name) || count === 0 || count < (held.get(name) ?? 0),
       )
       .map(([name]) => name);
+    // A ring for no grant handed here: every name waited for at the ring may have been freed (and taken again since).
+    if (reportRung && !newlyHanded) freed.push(...[...rungNames].filter((name) => !freed.includes(name)));
     held = now;
     if (freed.length > 0) callbacks.freed(freed);
     if (now.size > 0) {
@@ -287,6 +335,7 @@ export function openMysqlListener(
 /** The names freed by this process's own statements, reported to its listener without a round trip. @internal */
 export class MysqlWakeups {
   private readonly listeners = new Set<(names: readonly string[]) => void>();
+  private readonly handOvers = new Set<ListenerCallbacks['handedOver']>();
   /** Set by the open listener: a waiter just registered. */
   onWaiterRegistered: () => void = () => undefined;
 
@@ -298,5 +347,16 @@ export class MysqlWakeups {
   freed(names: readonly string[]): void {
     if (names.length === 0) return;
     for (const listener of this.listeners) listener(names);
+  }
+
+  /** Hears the grants this process's releases hand to its own waiters. */
+  subscribeHandOvers(listener: ListenerCallbacks['handedOver']): () => void {
+    this.handOvers.add(listener);
+    return () => void this.handOvers.delete(listener);
+  }
+
+  /** A release of this process handed `stamp` to its waiter `waiter` (committed). */
+  handedOver(waiter: string, stamp: number, rowsEndMs: number): void {
+    for (const listener of this.handOvers) listener(waiter, stamp, rowsEndMs);
   }
 }
