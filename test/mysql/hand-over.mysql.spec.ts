@@ -1,3 +1,4 @@
+import mysql from 'mysql2/promise';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockStore } from '../../lib/store/lock.store.js';
 import { createLockApp, type LockApp } from '../support/lock-app.js';
@@ -146,6 +147,36 @@ describeOnMysql('the hand-over inside the release (MySQL/MariaDB)', () => {
     await holder.locks.releaseLocks(held);
     expect((await grantsOf('HX', held)).map((row) => row.app_id)).toEqual(['ghost-app']);
     expect(await db.query(`SELECT waiter FROM locking_waiters WHERE granted IS NOT NULL`)).toEqual([{ waiter: 'live' }]);
+  });
+
+  it('waits for a grant in flight on the name (its row lock) and sees it: no write handed over beside a reader', async () => {
+    await db.query(`INSERT INTO locking_permissions (lock_name, mode, permits) VALUES ('HN', 'R', 2)`);
+    const reader = await holder.locks.tryLocks(['HN_READ']);
+    const writer = waiter.locks.tryLocks(['HN_WRITE'], { waitMs: 10_000 });
+    await until(async () => (await waitingRows('HN')) === 1);
+    // Another reader's grant in flight, as the acquisition procedures make it: the name's row locked and counted, its
+    // log row and lock row written, not committed yet.
+    const session = await mysql.createConnection({ uri: db.url });
+    try {
+      await session.query('START TRANSACTION');
+      await session.query(`INSERT INTO locking_names (lock_name) VALUES ('HN') ON DUPLICATE KEY UPDATE grants = grants + 1`);
+      const [logged] = (await session.query(`INSERT INTO locking_log (app_id, instance, lock_names, lock_modes, status, acquired, lease_expires)
+        VALUES ('flight-app', 'flight', JSON_ARRAY('HN'), JSON_ARRAY('R'), 'ACQUIRED', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL 30 SECOND)`)) as unknown as [{ insertId: number }];
+      await session.query(`INSERT INTO locking (lock_name, mode, app_id, stamp, created) VALUES ('HN', 'R', 'flight-app', ?, UTC_TIMESTAMP(6))`, [logged.insertId]);
+      let released = false;
+      const release = holder.locks.releaseLocks(reader).then(() => (released = true));
+      await sleep(300);
+      expect(released).toBe(false); // the release waits for the name's row lock
+      await session.query('COMMIT');
+      await release;
+      // The release saw the other reader and handed nothing over: the name is held for reading only.
+      expect(await db.query(`SELECT mode, app_id FROM locking WHERE lock_name = 'HN'`)).toEqual([{ mode: 'R', app_id: 'flight-app' }]);
+      await db.query(`UPDATE locking_log SET status = 'RELEASED', ended = UTC_TIMESTAMP(6) WHERE stamp = $1`, [logged.insertId]);
+      await db.query('DELETE FROM locking WHERE stamp = $1', [logged.insertId]);
+      await waiter.locks.releaseLocks(await writer);
+    } finally {
+      await session.end();
+    }
   });
 
   it('refuses the attempts of a waiter handed a grant, even where the name has permits for another writer', async () => {

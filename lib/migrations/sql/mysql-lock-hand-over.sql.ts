@@ -30,7 +30,7 @@ const DROP_WAITER_COLUMNS = `ALTER TABLE locking_waiters
 /** The variables of `HAND_OVER`. */
 const HAND_OVER_VARIABLES = `DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);
   DECLARE v_rows INT DEFAULT 0;
-  DECLARE v_wanted INT DEFAULT 0;
+  DECLARE v_waited INT DEFAULT 0;
   DECLARE v_left INT DEFAULT 1;
   DECLARE v_count INT DEFAULT 0;
   DECLARE v_handover INT DEFAULT 0;
@@ -51,7 +51,9 @@ const NAME = 'v_name COLLATE utf8mb4_bin';
 
 /**
  * ONE_NAME_HAND_OVER, after the release ended the grant's log row (statements; sets `v_doorbells` and `v_handed…`).
- * The grant's lock rows go, and the rows of a waiter that this grant was handed to. When the grant held one name and
+ * A release of names nobody waits for (no waiter row) reads its lock rows once and deletes them, as before (that read
+ * replaces the doorbells' read). Otherwise: the doorbells to ring are read, the grant's lock rows go, and the rows of
+ * a waiter that this grant was handed to. When the grant held one name and
  * nobody else holds it, the release takes the name's row lock in `locking_names` (the per-name mutex every grant
  * takes, counting a grant there as they do) and looks again under it: a grant in flight that shares the name (a
  * reader beside a reader being released) has committed by then and is seen. If the name is still free, its earliest
@@ -68,18 +70,20 @@ const NAME = 'v_name COLLATE utf8mb4_bin';
  * after. The stamp comes from the log's `AUTO_INCREMENT` under the name's row lock, so tokens stay in grant order.
  * Lock order: the name's row, then the waiter's rows, as an acquisition that grants a waiter takes them.
  *
- * The doorbells to ring (other app ids' live waiters of the grant's names) are read before the lock rows go, as
- * before; a write handed over rings only the doorbell of the waiter's app id, when it is not the releaser's (the
+ * The doorbells to ring (other app ids' live waiters of the grant's names) are read before the lock rows go; a write
+ * handed over rings only the doorbell of the waiter's app id, when it is not the releaser's (the
  * other waiters have nothing to try until its holder releases).
  */
-const HAND_OVER = `SELECT COUNT(*), MIN(lock_name) INTO v_rows, v_name FROM locking WHERE stamp = p_stamp;
-    ${SELECT_GRANT_DOORBELLS}
+const HAND_OVER = `SELECT COUNT(*), MIN(k.lock_name),
+           MAX(EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = k.lock_name))
+      INTO v_rows, v_name, v_waited FROM locking k WHERE k.stamp = p_stamp;
+    IF v_waited = 1 THEN
+      ${SELECT_GRANT_DOORBELLS}
+    END IF;
     DELETE FROM locking WHERE stamp = p_stamp;
-    DELETE FROM locking_waiters WHERE granted = p_stamp;
-    IF v_rows = 1 THEN
-      SELECT EXISTS (SELECT 1 FROM locking_waiters w WHERE w.lock_name = ${NAME} AND w.expires > UTC_TIMESTAMP(6))
-        INTO v_wanted;
-      IF v_wanted = 1 THEN
+    IF v_waited = 1 THEN
+      DELETE FROM locking_waiters WHERE granted = p_stamp;
+      IF v_rows = 1 THEN
         INSERT INTO locking_names (lock_name) VALUES (${NAME}) ON DUPLICATE KEY UPDATE grants = locking_names.grants + 1;
         SELECT (SELECT COUNT(*) FROM locking k WHERE k.lock_name = ${NAME}),
                (SELECT w.waiter FROM locking_waiters w
