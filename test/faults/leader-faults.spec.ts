@@ -63,7 +63,13 @@ for (const dialect of DIALECTS) dialect.describe(`leader election through faults
   }, 60_000);
 
   it('tells a leader paused past its lease (SIGSTOP) before it acts again, while another was elected meanwhile', async () => {
-    const paused = fleet.leader()!;
+    // The leader by its own heartbeats (a replica beats only while it believes it leads), once the start and stop
+    // events agree: a CI run once paused a replica that the events alone named, while another one was beating.
+    let paused = '';
+    await until(() => {
+      paused = fleet.events.filter((e) => e.event === 'beat').at(-1)?.app ?? '';
+      return paused !== '' && fleet.leader() === paused;
+    }, 10_000);
     const from = fleet.events.length;
     fleet.signal(paused, 'SIGSTOP');
     const next = await fleet.next((e) => e.event === 'start' && e.app !== paused, LEASE_MS + REAPER_MS + 10_000, from);

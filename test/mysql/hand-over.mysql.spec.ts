@@ -233,6 +233,7 @@ describeOnMysql('the hand-over inside the release (MySQL/MariaDB)', () => {
       // Rows' time left, the live waiter's re-check and the refusals' reaping (every 250 ms), with slack: the reaper's
       // interval (10 s by default) and the lease (30 s) play no part.
       expect(tookMs).toBeLessThan(600 + 3 * 100 + 250 + 1500);
+      expect(await db.query(`SELECT 1 FROM locking_waiters WHERE waiter = 'gone'`)).toEqual([]); // reaped with it
       await live.locks.releaseLocks(stamp);
     } finally {
       await live.close();

@@ -1,5 +1,7 @@
 import { PROCEDURES_RECHECK_MS } from './mysql-acquisitions.js';
 import { isMissingMysqlColumn } from './mysql-error.util.js';
+import { deleteHandedWaitersOf } from './mysql-lock.queries.sql.js';
+import type { MysqlTransaction } from './mysql-statement.runner.js';
 
 /** What a release answers of a hand-over (`mysql-lock-hand-over.sql.ts`); absent before that migration. @internal */
 export interface MysqlHandedRow {
@@ -30,4 +32,17 @@ export class MysqlHandOvers {
       return undefined;
     }
   }
+}
+
+/**
+ * In `tx`, removes the rows of the waiters that grants `stamps` were handed to, for grants that end otherwise than by
+ * their release (reaped, forced): a release removes them itself. Nothing to do on a database before the hand-over's
+ * columns (the statement fails alone there, and the transaction goes on).
+ * @internal
+ */
+export async function deleteHandedWaiters(tx: MysqlTransaction, stamps: readonly number[]): Promise<void> {
+  if (stamps.length === 0) return;
+  await tx.write(deleteHandedWaitersOf(stamps.length), stamps).catch((error: unknown) => {
+    if (!isMissingMysqlColumn(error)) throw error;
+  });
 }

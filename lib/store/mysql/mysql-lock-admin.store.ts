@@ -16,6 +16,7 @@ import * as Admin from './mysql-lock-admin.queries.sql.js';
 import { type GaleraNodeRow, SELECT_GALERA_NODE, type ServerValuesSchema } from './mysql-cluster.queries.sql.js';
 import { SELECT_LEADERS } from './mysql-leader.queries.sql.js';
 import { type LeaderRow, toLeaderInfos } from '../leader-rows.util.js';
+import { deleteHandedWaiters } from './mysql-hand-overs.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import type { MysqlWakeups } from './mysql-sessions.util.js';
 import type { MysqlStatementRunner } from './mysql-statement.runner.js';
@@ -174,6 +175,7 @@ export class MysqlLockAdminStore extends LockAdminStore {
       await tx.write(Admin.END_GRANT_FORCED, [actor, reason, stamp]);
       const [held] = await tx.select<{ held_for_ms: string }>(Admin.SELECT_HELD_FOR, [stamp]);
       await tx.write(SQL.DELETE_GRANT_LOCKS, [stamp]);
+      await deleteHandedWaiters(tx, [stamp]);
       const names = jsonArray(grant.lock_names);
       return {
         appId: grant.app_id,

@@ -221,6 +221,10 @@ export const selectNamesOf = (count: number): string =>
 /** Frees the lock rows of stamps `?…`. */
 export const deleteLocksOf = (count: number): string => `DELETE FROM locking WHERE stamp IN (${placeholders(count)})`;
 
+/** Stamps `?…` (grants that ended otherwise than by their release): the rows of the waiters they were handed to. */
+export const deleteHandedWaitersOf = (count: number): string =>
+  `DELETE FROM locking_waiters WHERE granted IN (${placeholders(count)})`;
+
 /** Waiter rows that expired over a minute ago (their process is gone). */
 export const DELETE_EXPIRED_WAITERS = `DELETE FROM locking_waiters WHERE expires < ${NOW} - INTERVAL 1 MINUTE`;
 

@@ -20,7 +20,7 @@ import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as LEASE from './mysql-app-id-lease.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
-import { MysqlHandOvers } from './mysql-hand-overs.js';
+import { deleteHandedWaiters, MysqlHandOvers } from './mysql-hand-overs.js';
 import { MysqlReleases } from './mysql-releases.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
@@ -308,6 +308,7 @@ export class MysqlLockStore extends LockStore {
       await tx.write(SQL.endGrants('REAPED', stamps.length), stamps);
       const names = await tx.select<{ lock_name: string }>(SQL.selectNamesOf(stamps.length), stamps);
       await tx.write(SQL.deleteLocksOf(stamps.length), stamps);
+      await deleteHandedWaiters(tx, stamps);
       return { stamps, names: names.map((row) => row.lock_name) };
     });
     this.releases.forget(reaped.stamps);
