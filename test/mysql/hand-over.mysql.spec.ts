@@ -253,6 +253,41 @@ describeOnMysql('the hand-over inside the release (MySQL/MariaDB)', () => {
     await waiter.locks.releaseLocks(stamp);
   });
 
+  it('a waiter that could not take the grant handed to it claims it at its next attempt, or keeps its place if its lease ended', async () => {
+    const store = waiter.app.get(LockStore);
+    const leaseLeft = async (stamp: number) =>
+      Number((await db.query<{ ms: string }>('SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_expires) DIV 1000 AS ms FROM locking_log WHERE stamp = $1', [stamp]))[0]!.ms);
+    // Rows of a waiter of the app 'waiter' (its listener's poll reports the grant handed to them; a wait opens it).
+    const busy = await holder.locks.tryLocks(['HC0_WRITE']);
+    expect(await waiter.locks.tryLocks(['HC0_WRITE'], { waitMs: 50 })).toBe(0);
+    await holder.locks.releaseLocks(busy);
+    let held = await holder.locks.tryLocks(['HC_WRITE']);
+    await waiterRow('HC', 'late', { app: 'waiter', expiresMs: 3000 });
+    await holder.locks.releaseLocks(held);
+    const [handed] = await grantsOf('HC', held);
+    expect(handed).toMatchObject({ app_id: 'waiter' });
+    await sleep(600); // its listener's poll (every 250 ms while the app has no waiter)
+    // Its attempt claims it: the same grant, its lease counted from the attempt.
+    expect(await store.tryAcquire([{ name: 'HC', mode: 'write' }], 'late', 30_000)).toBe(Number(handed!.stamp));
+    expect(await leaseLeft(Number(handed!.stamp))).toBeGreaterThan(25_000);
+    expect(await db.query(`SELECT 1 FROM locking_waiters WHERE waiter = 'late'`)).toEqual([]);
+    await store.release(Number(handed!.stamp));
+    // Handed with 300 ms left, claimed after they ended: the grant ends (REAPED), the rows wait again in their place,
+    // and the attempt checks as any: the name is free, granted anew.
+    held = await holder.locks.tryLocks(['HC_WRITE']);
+    await waiterRow('HC', 'paused', { app: 'waiter', expiresMs: 300 });
+    await waiterRow('HC', 'behind', { app: 'ghost-app' });
+    await holder.locks.releaseLocks(held);
+    const [lapsed] = await grantsOf('HC', held);
+    expect(lapsed).toMatchObject({ app_id: 'waiter' });
+    await sleep(500);
+    const stamp = await store.tryAcquire([{ name: 'HC', mode: 'write' }], 'paused', 30_000);
+    expect(stamp).toBeGreaterThan(Number(lapsed!.stamp));
+    expect((await logRow(Number(lapsed!.stamp))).status).toBe('REAPED');
+    expect(await db.query(`SELECT waiter FROM locking_waiters WHERE lock_name = 'HC'`)).toEqual([{ waiter: 'behind' }]);
+    await store.release(stamp);
+  });
+
   it('a wait that ends as the name is handed to it gives the grant back at once', async () => {
     // Nobody holds the name after each: any grant made for the wait that ended is released (not left to its lease).
     const handedThenAborted = await abortWaitsAsHandedOver(

@@ -151,6 +151,20 @@ export const SELECT_WAITER_HANDED = `SELECT COUNT(granted) AS handed FROM lockin
 /** ? waiter → `granted`: the stamp a release handed it (null: none), its rows locked until they are deleted. */
 export const SELECT_WAITER_GRANT = `SELECT MAX(granted) AS granted FROM locking_waiters WHERE waiter = ? FOR UPDATE`;
 
+/**
+ * ? lease (ms), ? stamp, ? app id: a grant a release handed to a waiter of this app, claimed by the waiter's attempt
+ * (its wait could not count the lease it was handed with): its lease counted from now, if it has not ended.
+ */
+export const CLAIM_HANDED_GRANT = `UPDATE locking_log SET lease_expires = ${NOW_PLUS_MS}, version = version + 1
+  WHERE stamp = ? AND app_id = ? AND status IN ${LIVE} AND lease_expires > ${NOW}`;
+
+/**
+ * ? time to live (ms), ? waiter, ? stamp: the waiter's rows wait again (they keep their place, `seq`), after the grant
+ * handed to them ended before it was claimed.
+ */
+export const UNMARK_HANDED_WAITER = `UPDATE locking_waiters SET granted = NULL, expires = ${NOW_PLUS_MS}
+  WHERE waiter = ? AND granted = ?`;
+
 /** ? stamp, ? app id: ends a live grant as RELEASED (then its lock rows go, in the same transaction). */
 export const END_GRANT_RELEASED = `UPDATE locking_log SET status = 'RELEASED', ended = ${NOW}, version = version + 1
   WHERE stamp = ? AND app_id = ? AND status IN ${LIVE}`;

@@ -20,7 +20,7 @@ import { MysqlLockAdminStore } from './mysql-lock-admin.store.js';
 import * as LEASE from './mysql-app-id-lease.queries.sql.js';
 import * as SQL from './mysql-lock.queries.sql.js';
 import { MysqlDoorbellRinger } from './mysql-doorbell.ringer.js';
-import { deleteHandedWaiters, MysqlHandOvers } from './mysql-hand-overs.js';
+import { deleteHandedWaiters, MysqlHandedGrants, MysqlHandOvers } from './mysql-hand-overs.js';
 import { MysqlReleases } from './mysql-releases.js';
 import { MysqlWakeups, openMysqlInstanceSession, openMysqlListener } from './mysql-sessions.util.js';
 import { MysqlStatementRunner, type MysqlTransaction } from './mysql-statement.runner.js';
@@ -68,6 +68,8 @@ export class MysqlLockStore extends LockStore {
   readonly releases: MysqlReleases;
   /** Whether the database has the hand-over's waiter columns. */
   private readonly handOvers = new MysqlHandOvers();
+  /** Grants handed to this process's waiters, claimed by their next attempt when their wait could not take them. */
+  private readonly handedGrants: MysqlHandedGrants;
   /** Lease holders of this app id on other nodes of a Galera cluster seen alive (see `openMysqlInstanceSession`). */
   private readonly liveLeaseHolders = new Map<string, number>();
   /** When the refused attempts of a waiter last reaped stale grants (monotonic ms). */
@@ -88,6 +90,7 @@ export class MysqlLockStore extends LockStore {
     );
     this.ringer = new MysqlDoorbellRinger(this.runner);
     this.releases = new MysqlReleases(this.runner, options, this.acquisitions, this.wakeups, this.ringer);
+    this.handedGrants = new MysqlHandedGrants(this.runner, options.appId, options.waiterTtlMs);
   }
 
   get retries(): number {
@@ -100,6 +103,12 @@ export class MysqlLockStore extends LockStore {
    * nodes, so the names are busy now (nothing was granted).
    */
   async tryAcquire(group: readonly LockRequest[], waiter?: string, leaseMs = this.options.grantLeaseMs): Promise<number> {
+    const claim = waiter === undefined ? undefined : await this.handedGrants.claim(waiter, leaseMs);
+    if (claim !== undefined && claim.stamp > 0) {
+      this.releases.granted(claim.stamp, group);
+      return claim.stamp;
+    }
+    if (claim !== undefined && claim.freed.length > 0) this.wakeups.freed(claim.freed);
     let stamp: number;
     try {
       stamp = await this.acquisitions.tryAcquire(group, waiter, leaseMs);
@@ -199,6 +208,7 @@ export class MysqlLockStore extends LockStore {
 
   /** Removes the waiter's rows, and answers the grant a release handed it meanwhile (read under their row locks). */
   async unregisterWaiter(waiter: string): Promise<number> {
+    this.handedGrants.forgetWaiter(waiter);
     const granted = await this.handOvers.with(() =>
       this.runner.transaction('tryLocks', false, async (tx) => {
         const [row] = await tx.select<{ granted: number | string | null }>(SQL.SELECT_WAITER_GRANT, [waiter]);
@@ -234,10 +244,18 @@ export class MysqlLockStore extends LockStore {
     } catch (error) {
       throw toMysqlLockError(error, 'listen', false);
     }
-    return openMysqlListener(this.runner, this.options.appId, this.wakeups, callbacks, this.options.queryTimeoutMs, this.handOvers);
+    const heard: ListenerCallbacks = {
+      ...callbacks,
+      handedOver: (waiter, stamp, rowsEndMs) => {
+        this.handedGrants.handed(waiter, stamp);
+        callbacks.handedOver(waiter, stamp, rowsEndMs);
+      },
+    };
+    return openMysqlListener(this.runner, this.options.appId, this.wakeups, heard, this.options.queryTimeoutMs, this.handOvers);
   }
 
   release(stamp: number): Promise<boolean> {
+    this.handedGrants.forgetStamps([stamp]);
     return this.releases.release(stamp);
   }
 
@@ -254,6 +272,7 @@ export class MysqlLockStore extends LockStore {
       return { names: names.map((row) => row.lock_name), rows: affectedRows };
     });
     this.releases.forgetAll();
+    this.handedGrants.forgetAll();
     this.wakeups.freed(freed.names);
     return freed.rows;
   }
@@ -272,7 +291,9 @@ export class MysqlLockStore extends LockStore {
       return { renewed: new Set(unlocked), live: new Set(live.map((row) => Number(row.stamp))) };
     });
     // A grant no longer live (reaped by another instance, forced) is never released: its names are forgotten.
-    this.releases.forget(stamps.filter((stamp) => !outcome.live.has(stamp)));
+    const ended = stamps.filter((stamp) => !outcome.live.has(stamp));
+    this.releases.forget(ended);
+    this.handedGrants.forgetStamps(ended);
     return outcome;
   }
 
@@ -312,6 +333,7 @@ export class MysqlLockStore extends LockStore {
       return { stamps, names: names.map((row) => row.lock_name) };
     });
     this.releases.forget(reaped.stamps);
+    this.handedGrants.forgetStamps(reaped.stamps);
     this.wakeups.freed(reaped.names);
     return reaped.stamps;
   }
