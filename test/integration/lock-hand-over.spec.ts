@@ -181,17 +181,10 @@ describe('the hand-over inside the release (PostgreSQL)', () => {
 
   it('a wait that ends as the name is handed to it gives the grant back at once', async () => {
     // Nobody holds the name after each: any grant made for the wait that ended is released (not left to its lease).
-    const handedThenAborted = await abortWaitsAsHandedOver(
-      holder,
-      waiter,
-      {
-        waiting: async () => (await waitingRows('HA')) === 1,
-        handedAfter: async (held) => (await grantsOf('HA', held)).length > 0,
-        settled: async () =>
-          (await db.query(`SELECT 1 FROM locking WHERE lock_name = 'HA'`)).length === 0 &&
-          (await db.query(`SELECT 1 FROM locking_waiters WHERE lock_name = 'HA'`)).length === 0,
-      },
-    );
+    const handedThenAborted = await abortWaitsAsHandedOver(holder, waiter, db, {
+      waiting: async () => (await waitingRows('HA')) === 1,
+      handedAfter: async (held) => (await grantsOf('HA', held)).length > 0,
+    });
     process.stdout.write(`hand-over: ${handedThenAborted} of 30 waits were handed the name as they were aborted\n`);
   });
 

@@ -1,5 +1,6 @@
 import { LockWaitAbortedError, type LockSpec } from 'nestjs-db-locks';
 import type { LockApp } from './lock-app.js';
+import type { TestDatabase } from './test-database.js';
 import { until } from './until.js';
 
 /** What the callers of `runHotNameCallers` were told. */
@@ -41,27 +42,30 @@ export async function runHotNameCallers(apps: readonly LockApp[], callersEach: n
   return { grants, overlaps, outOfOrder };
 }
 
-/** What `abortWaitsAsHandedOver` needs to look at in the database (SQL differs by dialect). */
+/** What `abortWaitsAsHandedOver` needs to look at in the database that differs by dialect. */
 export interface HandOverProbes {
   /** Whether `HA`'s waiter has registered (one live row). */
   readonly waiting: () => Promise<boolean>;
   /** Whether a grant of `HA` was made after the stamp `held` (the release handed it over). */
   readonly handedAfter: (held: number) => Promise<boolean>;
-  /** Whether nobody holds `HA` and no row of a waiter of it is left. */
-  readonly settled: () => Promise<boolean>;
 }
 
 /**
  * Thirty times: `holder` holds `HA_WRITE`, `waiter` waits for it, and its wait is aborted before, during or after the
  * release's hand-over commits. Every outcome is a grant the caller then releases, or `LockWaitAbortedError` with any
- * grant handed over given back at once (`settled` within a second, not a lease). Answers how many waits were handed
+ * grant handed over given back at once (nothing left on the name within a second, not a lease). Answers how many waits were handed
  * the name as they were aborted.
  */
 export async function abortWaitsAsHandedOver(
   holder: LockApp,
   waiter: LockApp,
+  db: TestDatabase,
   probes: HandOverProbes,
 ): Promise<number> {
+  // Nobody holds the name and no row of a waiter of it is left (the same SQL on both dialects).
+  const settled = async () =>
+    (await db.query(`SELECT 1 FROM locking WHERE lock_name = 'HA'`)).length === 0 &&
+    (await db.query(`SELECT 1 FROM locking_waiters WHERE lock_name = 'HA'`)).length === 0;
   let handedThenAborted = 0;
   for (let i = 0; i < 30; i++) {
     const held = await holder.locks.tryLocks(['HA_WRITE']);
@@ -82,7 +86,7 @@ export async function abortWaitsAsHandedOver(
       if (!(outcome instanceof LockWaitAbortedError)) throw outcome;
       if (await probes.handedAfter(held)) handedThenAborted++;
     }
-    await until(probes.settled, 1000);
+    await until(settled, 1000);
   }
   return handedThenAborted;
 }
